@@ -1,0 +1,42 @@
+// common.h — the few things every Lantern file needs: the error type and the
+// number formats weights can come in.
+//
+// Errors: library code throws LanternError with a one-line message that names
+// the file and the problem; run.cpp's main() catches it, prints
+// "error: <message>" and exits with status 1. Tests can then check that bad
+// input is refused without killing the test process.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+struct LanternError : std::runtime_error {
+    explicit LanternError(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// printf-style helper that builds the message and throws.
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Element types a weight matrix can be stored in. Q8_0 never comes from a file
+// here: it is made at load time by --quant q8_0 (see kernels.cpp).
+enum class DType { F32, F16, BF16, Q8_0 };
+const char* dtype_name(DType t);
+
+// bf16 is the top half of an f32: widening is a shift, narrowing rounds to
+// nearest-even on the dropped 16 bits.
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);  // keep NaN a NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);

@@ -1,0 +1,78 @@
+// model.h — a Hugging Face model folder in memory: config.json, the
+// safetensors weights (mmapped, never copied), and the named views the
+// forward pass uses.
+#pragma once
+#include <string>
+#include <vector>
+#include "common.h"
+#include "kernels.h"
+
+// The numbers of config.json that decide every shape.
+struct Config {
+    int hidden = 0;        // hidden_size              (0.5B: 896)
+    int intermediate = 0;  // intermediate_size        (0.5B: 4864)
+    int n_layers = 0;      // num_hidden_layers        (0.5B: 24)
+    int n_heads = 0;       // num_attention_heads      (0.5B: 14)
+    int n_kv_heads = 0;    // num_key_value_heads      (0.5B: 2)
+    int head_dim = 0;      // hidden / n_heads         (0.5B: 64)
+    int vocab = 0;         // vocab_size               (0.5B: 151936)
+    int max_pos = 0;       // max_position_embeddings  (0.5B: 32768)
+    float eps = 1e-6f;     // rms_norm_eps
+    float rope_theta = 10000.0f;
+    bool tie_embeddings = true;
+    std::string torch_dtype;
+    int bos_id = -1;
+    std::vector<int> eos_ids;  // eos_token_id may be a number or a list
+};
+
+// One entry of the safetensors header.
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    size_t offset = 0;  // from the start of the file (header already added)
+    size_t nbytes = 0;
+    const void* data = nullptr;
+};
+
+struct LayerWeights {
+    std::vector<float> attn_norm, ffn_norm;  // [hidden]
+    Mat wq, wk, wv, wo;                       // [n_heads*hd, hidden] [n_kv*hd, hidden] x2, [hidden, n_heads*hd]
+    std::vector<float> bq, bk, bv;            // [n_heads*hd] [n_kv*hd] [n_kv*hd]
+    Mat w_gate, w_up, w_down;                 // [inter, hidden] x2, [hidden, inter]
+};
+
+struct Model {
+    std::string dir;          // the folder
+    std::string weights_path; // its model.safetensors
+    Config cfg;
+    std::vector<TensorInfo> tensors;  // in file order
+    std::vector<std::string> checks;  // what load_model verified, for `run info`
+    size_t header_len = 0;
+    size_t file_size = 0;
+    void* map = nullptr;  // the mmapped file
+    Mat embed;            // [vocab, hidden]
+    Mat lm_head;          // [vocab, hidden] (= embed when tied)
+    std::vector<float> final_norm;  // [hidden]
+    std::vector<LayerWeights> layers;
+    std::vector<std::vector<uint8_t>> owned;  // storage for --quant copies
+
+    Model() = default;
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+    ~Model();
+};
+
+// `path` is a model folder or its model.safetensors. Throws LanternError
+// naming the file and the problem when anything is off.
+void load_model(Model& m, const std::string& path);
+// Parses config.json alone (also used by the tokenizer-only commands).
+Config parse_config(const std::string& config_path);
+// Parses and validates the safetensors header of an mmapped file.
+void parse_safetensors(Model& m);
+// Quantize every matrix to Q8_0 (--quant q8_0).
+void quantize_model(Model& m);
+const TensorInfo* find_tensor(const Model& m, const std::string& name);
+size_t parameter_count(const Model& m);
+// Resolve a folder or file argument to the folder.
+std::string model_dir(const std::string& path);
