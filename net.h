@@ -16,14 +16,15 @@ struct KVCache {
 struct Net {
     const Model* model = nullptr;
     KVCache kv;
-    int n_past = 0;  // positions 0..n_past-1 are in the cache
+    int first_pos = 0;  // positions first_pos..n_past-1 are in the cache; a
+    int n_past = 0;     // sequence may start past 0 (./run fwd TOKEN POS)
     // Scratch activations, grown to the largest T seen. Shapes for a batch of T:
     std::vector<float> x;       // [T, hidden]   the residual stream
     std::vector<float> xn;      // [T, hidden]   normed input of a block
     std::vector<float> q;       // [T, n_heads*head_dim]
     std::vector<float> k, v;    // [T, n_kv_heads*head_dim]
     std::vector<float> att;     // [T, n_heads*head_dim]  attention output before o_proj
-    std::vector<float> scores;  // [n_heads, T, n_past+T]  attention weights
+    std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights
     std::vector<float> gate, up;// [T, intermediate]
     std::vector<float> logits;  // [T or 1, vocab]
 };
@@ -33,7 +34,8 @@ void net_init(Net& net, const Model& m, int n_ctx);
 // Forget the cache (a new conversation).
 void net_reset(Net& net);
 // Run tokens[0..T) at positions pos..pos+T-1. pos may be at most n_past
-// (a smaller pos rewinds the cache). Returns the logits: [T, vocab] when
+// (a smaller pos rewinds the cache); on an empty cache any pos starts a new
+// sequence there. Returns the logits: [T, vocab] when
 // all_logits, else [1, vocab] for the last token only. Throws LanternError
 // when pos+T exceeds the cache.
 const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits);

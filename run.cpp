@@ -9,6 +9,168 @@
 #include "logging.h"
 #include "model.h"
 #include "net.h"
+#include <algorithm>
+
+// JSON string literal for any bytes: escapes quotes, backslashes and
+// control characters; other bytes pass through (invalid UTF-8 is the
+// caller's concern).
+std::string json_string(const std::string& s) {
+    std::string r = "\"";
+    for (unsigned char ch : s) {
+        if (ch == '"') r += "\\\"";
+        else if (ch == '\\') r += "\\\\";
+        else if (ch == '\n') r += "\\n";
+        else if (ch == '\t') r += "\\t";
+        else if (ch == '\r') r += "\\r";
+        else if (ch < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", ch); r += b; }
+        else r += (char)ch;
+    }
+    return r + "\"";
+}
+
+// The text of one token, for display next to its id. Filled in once the
+// tokenizer is in; until then the id alone.
+static std::string display_token(const std::string& model_path, int id) { (void)model_path; return "#" + std::to_string(id); }
+
+// ---------------------------------------------------------------------------
+// ./run info MODEL: what is in the folder, and what load_model checked.
+int cmd_info(int argc, char** argv) {
+    if (argc < 1) fail("usage: ./run info MODEL");
+    Model m;
+    load_model(m, argv[0]);
+    const Config& c = m.cfg;
+    printf("model      %s\n", m.weights_path.c_str());
+    printf("config     hidden %d, intermediate %d, layers %d, heads %d, kv heads %d, head_dim %d\n", c.hidden,
+           c.intermediate, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
+    printf("           vocab %d, max positions %d, rms_norm_eps %g, rope_theta %g, tied embeddings %s, dtype %s\n",
+           c.vocab, c.max_pos, c.eps, c.rope_theta, c.tie_embeddings ? "yes" : "no", c.torch_dtype.c_str());
+    printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
+    printf("%-52s %-5s %-14s %12s %12s\n", "tensor", "dtype", "shape", "bytes", "offset");
+    for (const TensorInfo& t : m.tensors) {
+        std::string shape = "[";
+        for (size_t i = 0; i < t.shape.size(); i++) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+        shape += "]";
+        printf("%-52s %-5s %-14s %12zu %12zu\n", t.name.c_str(), dtype_name(t.dtype), shape.c_str(), t.nbytes, t.offset);
+    }
+    printf("\n%zu tensors, %zu parameters\n", m.tensors.size(), parameter_count(m));
+    for (auto& chk : m.checks) printf("check ok   %s\n", chk.c_str());
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// ./run fwd MODEL TOKEN POS                      (the book's single-token form)
+// ./run fwd MODEL --tokens ID,ID,... [--pos P] [--all] [--top N] [--dump FILE] [--json]
+//
+// One forward pass, no sampling: the tool for comparing against PyTorch.
+// --dump writes the logits of every position as raw little-endian float32,
+// T x vocab, row-major.
+static std::vector<int> parse_id_list(const std::string& s) {
+    std::vector<int> ids;
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        std::string item = s.substr(i, j - i);
+        char* end = nullptr;
+        long v = strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || v < 0 || v > 0x7fffffff) fail("--tokens: \"%s\" is not a token id", item.c_str());
+        ids.push_back((int)v);
+        i = j + 1;
+    }
+    if (ids.empty()) fail("--tokens: no token ids given");
+    return ids;
+}
+
+static int parse_int_arg(const char* flag, const char* s, int lo, int hi) {
+    char* end = nullptr;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s, lo, hi);
+    return (int)v;
+}
+
+int cmd_fwd(int argc, char** argv) {
+    if (argc < 1) fail("usage: ./run fwd MODEL TOKEN POS | ./run fwd MODEL --tokens ID,ID,... [--all] [--top N] [--dump FILE] [--json]");
+    std::string path = argv[0], dump;
+    std::vector<int> ids;
+    int pos = 0, top = 5, ctx = 0, threads = 0;
+    bool all = false, as_json = false, positional = false;
+    KernelSet kset = KernelSet::Fast;
+    std::string quant;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto val = [&]() -> const char* {
+            if (i + 1 >= argc) fail("%s needs a value", a.c_str());
+            return argv[++i];
+        };
+        if (a == "--tokens") ids = parse_id_list(val());
+        else if (a == "--pos") pos = parse_int_arg("--pos", val(), 0, 1 << 30);
+        else if (a == "--all") all = true;
+        else if (a == "--top") top = parse_int_arg("--top", val(), 1, 1000);
+        else if (a == "--dump") dump = val();
+        else if (a == "--json") as_json = true;
+        else if (a == "--ctx") ctx = parse_int_arg("--ctx", val(), 1, 1 << 30);
+        else if (a == "--threads") threads = parse_int_arg("--threads", val(), 1, 1024);
+        else if (a == "--kernels") {
+            std::string k = val();
+            if (k == "plain") kset = KernelSet::Plain;
+            else if (k == "fast") kset = KernelSet::Fast;
+            else fail("--kernels: \"%s\" is not plain or fast", k.c_str());
+        } else if (a == "--quant") {
+            quant = val();
+            if (quant != "q8_0" && quant != "none") fail("--quant: \"%s\" is not q8_0 or none", quant.c_str());
+        } else if (a == "-v") g_log_level = LOG_DEBUG;
+        else if (a == "-vv") { g_log_level = LOG_TRACE; g_watch_tensors = true; }
+        else if (!a.empty() && a[0] != '-' && ids.empty() && i + 1 < argc && argv[i + 1][0] != '-') {
+            ids = {parse_int_arg("TOKEN", argv[i], 0, 0x7fffffff)};  // the book's form: TOKEN POS
+            pos = parse_int_arg("POS", argv[++i], 0, 1 << 30);
+            positional = true;
+        } else fail("fwd: unknown argument \"%s\"", a.c_str());
+    }
+    if (ids.empty()) fail("fwd: give TOKEN POS or --tokens ID,ID,...");
+    (void)positional;
+    kernels_init(kset, threads);
+    Model m;
+    load_model(m, path);
+    if (quant == "q8_0") quantize_model(m);
+    int T = (int)ids.size();
+    if (ctx == 0) ctx = std::min(m.cfg.max_pos, std::max(4096, pos + T));
+    Net net;
+    net_init(net, m, ctx);
+    const float* logits = forward(net, ids.data(), T, pos, all || !dump.empty());
+    int V = m.cfg.vocab, rows = (all || !dump.empty()) ? T : 1;
+    if (!dump.empty()) {
+        FILE* f = fopen(dump.c_str(), "wb");
+        if (!f) fail("%s: cannot write", dump.c_str());
+        fwrite(logits, sizeof(float), (size_t)T * V, f);
+        fclose(f);
+    }
+    // Top-N by partial sort of indices, per printed row.
+    int first_row = all ? 0 : rows - 1;
+    if (as_json) printf("{\"tokens\": [");
+    for (int r = first_row; r < rows; r++) {
+        const float* row = logits + (size_t)r * V;
+        std::vector<int> idx(V);
+        for (int i = 0; i < V; i++) idx[i] = i;
+        int n = std::min(top, V);
+        std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
+                          [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+        int t = all ? r : T - 1;
+        if (as_json) {
+            printf("%s{\"pos\": %d, \"token\": %d, \"top\": [", r > first_row ? ", " : "", pos + t, ids[t]);
+            for (int k = 0; k < n; k++)
+                printf("%s{\"id\": %d, \"logit\": %.6f, \"text\": %s}", k ? ", " : "", idx[k], row[idx[k]],
+                       json_string(display_token(path, idx[k])).c_str());
+            printf("]}");
+        } else {
+            printf("pos %d  token %d  top-%d:\n", pos + t, ids[t], n);
+            for (int k = 0; k < n; k++)
+                printf("  %2d. id %-7d logit %9.4f  %s\n", k + 1, idx[k], row[idx[k]],
+                       json_string(display_token(path, idx[k])).c_str());
+        }
+    }
+    if (as_json) printf("]}\n");
+    return 0;
+}
 
 // ---------------------------------------------------------------------------
 // ./run encode MODEL_OR_TOKENIZER_JSON "text" [--file PATH] [--pieces]
@@ -21,13 +183,26 @@ int cmd_decode(int argc, char** argv) {
     fail("decode: not implemented yet");
 }
 
+// ---------------------------------------------------------------------------
+// ./run [MODEL] "prompt" [flags]: generation (prefill + decode)
+int cmd_generate(int argc, char** argv) {
+    fail("generation: not implemented yet");
+}
+
+// ./run chat [MODEL]: a multi-turn REPL that keeps the KV cache
+int cmd_chat(int argc, char** argv) {
+    fail("chat: not implemented yet");
+}
+
 #ifndef LANTERN_NO_MAIN
 int main(int argc, char** argv) {
     try {
         if (argc >= 2 && !strcmp(argv[1], "encode")) return cmd_encode(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "decode")) return cmd_decode(argc - 2, argv + 2);
-        fprintf(stderr, "usage: ./run [info|fwd|encode|decode] ...\n");
-        return 2;
+        if (argc >= 2 && !strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
+        if (argc >= 2 && !strcmp(argv[1], "fwd")) return cmd_fwd(argc - 2, argv + 2);
+        if (argc >= 2 && !strcmp(argv[1], "chat")) return cmd_chat(argc - 2, argv + 2);
+        return cmd_generate(argc - 1, argv + 1);
     } catch (const LanternError& e) {
         fprintf(stderr, "error: %s\n", e.what());
         return 1;

@@ -1,0 +1,73 @@
+// common.cpp — the error helper and the half-precision conversions.
+#include "common.h"
+#include <cstdarg>
+#include <cstdio>
+
+void fail(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    throw LanternError(buf);
+}
+
+const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::F32: return "F32";
+        case DType::F16: return "F16";
+        case DType::BF16: return "BF16";
+        case DType::Q8_0: return "Q8_0";
+    }
+    return "?";
+}
+
+// IEEE half: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits.
+// Written out by hand so the plain kernels need no F16C instruction; the
+// fast kernels use the hardware conversion.
+float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t u;
+    if (exp == 0) {
+        if (man == 0) {
+            u = sign;  // +-0
+        } else {       // subnormal: normalise it
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; exp--; }
+            man &= 0x3ff;
+            u = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | (man << 13);  // inf / NaN
+    } else {
+        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t f32_to_f16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000;
+    int32_t exp = (int32_t)((u >> 23) & 0xff) - 127 + 15;
+    uint32_t man = u & 0x7fffff;
+    if (((u >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00);  // overflow: inf
+    if (exp <= 0) {                                   // subnormal or zero
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        int shift = 14 - exp;
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;  // may carry into the exponent: correct
+    return (uint16_t)half;
+}

@@ -1,0 +1,297 @@
+// model.cpp — from a Hugging Face folder to weights the forward pass can use.
+//
+// A model folder holds config.json (the shapes) and model.safetensors (the
+// numbers). safetensors is deliberately simple:
+//
+//   [8 bytes: N, little-endian u64][N bytes: JSON header][data section]
+//
+// The header maps each tensor name to {dtype, shape, data_offsets:[begin,end]}
+// with offsets relative to the start of the data section. We mmap the whole
+// file and point at the numbers where they lie: nothing is copied, pages are
+// read from disk only when touched, and the OS can share them between runs.
+#include "model.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include "logging.h"
+
+using json = nlohmann::json;
+
+Model::~Model() {
+    if (map) munmap(map, file_size);
+}
+
+static bool is_dir(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string model_dir(const std::string& path) {
+    if (is_dir(path)) return path;
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+static std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail("%s: cannot open", path.c_str());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// ---------------------------------------------------------------------------
+// config.json
+
+static int get_int(const json& j, const char* key, const std::string& path, int def = -1) {
+    if (!j.contains(key)) {
+        if (def >= 0) return def;
+        fail("%s: missing key \"%s\"", path.c_str(), key);
+    }
+    if (!j[key].is_number_integer() || j[key].get<long long>() <= 0)
+        fail("%s: \"%s\" must be a positive integer", path.c_str(), key);
+    return j[key].get<int>();
+}
+
+Config parse_config(const std::string& path) {
+    json j;
+    try {
+        j = json::parse(read_file(path));
+    } catch (const json::parse_error& e) {
+        fail("%s: invalid JSON (%s)", path.c_str(), e.what());
+    }
+    if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
+    if (j.contains("model_type") && j["model_type"] != "qwen2")
+        LOGW(CAT_LOAD, "%s: model_type is %s, not qwen2; trying anyway", path.c_str(), j["model_type"].dump().c_str());
+    Config c;
+    c.hidden = get_int(j, "hidden_size", path);
+    c.intermediate = get_int(j, "intermediate_size", path);
+    c.n_layers = get_int(j, "num_hidden_layers", path);
+    c.n_heads = get_int(j, "num_attention_heads", path);
+    c.n_kv_heads = get_int(j, "num_key_value_heads", path, c.n_heads);
+    c.vocab = get_int(j, "vocab_size", path);
+    c.max_pos = get_int(j, "max_position_embeddings", path, 32768);
+    if (c.hidden % c.n_heads) fail("%s: hidden_size %d is not a multiple of num_attention_heads %d", path.c_str(), c.hidden, c.n_heads);
+    if (c.n_heads % c.n_kv_heads) fail("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path.c_str(), c.n_heads, c.n_kv_heads);
+    c.head_dim = c.hidden / c.n_heads;
+    if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
+    auto num = [&](const char* key, float def) {
+        if (!j.contains(key)) return def;
+        if (!j[key].is_number()) fail("%s: \"%s\" must be a number", path.c_str(), key);
+        return j[key].get<float>();
+    };
+    c.eps = num("rms_norm_eps", 1e-6f);
+    c.rope_theta = num("rope_theta", 10000.0f);
+    c.tie_embeddings = j.value("tie_word_embeddings", true);
+    c.torch_dtype = j.value("torch_dtype", std::string("?"));
+    if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_id = j["bos_token_id"];
+    if (j.contains("eos_token_id")) {
+        const json& e = j["eos_token_id"];
+        if (e.is_number_integer()) c.eos_ids.push_back(e.get<int>());
+        else if (e.is_array())
+            for (const json& x : e)
+                if (x.is_number_integer()) c.eos_ids.push_back(x.get<int>());
+    }
+    return c;
+}
+
+// ---------------------------------------------------------------------------
+// safetensors
+
+static bool parse_dtype(const std::string& s, DType& t, size_t& elem) {
+    if (s == "F32") { t = DType::F32; elem = 4; return true; }
+    if (s == "BF16") { t = DType::BF16; elem = 2; return true; }
+    if (s == "F16") { t = DType::F16; elem = 2; return true; }
+    return false;
+}
+
+void parse_safetensors(Model& m) {
+    const char* path = m.weights_path.c_str();
+    const uint8_t* base = (const uint8_t*)m.map;
+    if (m.file_size < 8) fail("%s: file is %zu bytes, too short for a safetensors header", path, m.file_size);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | base[i];  // little-endian u64
+    // The format caps the header at 100 MB; anything past the end is corruption.
+    if (n == 0 || n > 100000000ull || 8 + n > m.file_size)
+        fail("%s: header length %llu does not fit in a %zu-byte file (truncated or not safetensors)",
+             path, (unsigned long long)n, m.file_size);
+    m.header_len = n;
+    json h;
+    try {
+        h = json::parse(std::string((const char*)base + 8, n));
+    } catch (const json::parse_error& e) {
+        fail("%s: header is not valid JSON (%s)", path, e.what());
+    }
+    if (!h.is_object()) fail("%s: header is not a JSON object", path);
+    size_t data_start = 8 + n, data_size = m.file_size - data_start;
+
+    m.tensors.clear();
+    for (auto& [name, v] : h.items()) {
+        if (name == "__metadata__") continue;
+        TensorInfo t;
+        t.name = name;
+        size_t elem = 0;
+        if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string())
+            fail("%s: tensor %s has no dtype", path, name.c_str());
+        if (!parse_dtype(v["dtype"].get<std::string>(), t.dtype, elem))
+            fail("%s: tensor %s has unsupported dtype %s (BF16, F16 and F32 are)", path, name.c_str(),
+                 v["dtype"].get<std::string>().c_str());
+        if (!v.contains("shape") || !v["shape"].is_array()) fail("%s: tensor %s has no shape", path, name.c_str());
+        size_t count = 1;
+        for (const json& d : v["shape"]) {
+            if (!d.is_number_integer() || d.get<long long>() < 0) fail("%s: tensor %s has a bad shape", path, name.c_str());
+            t.shape.push_back(d.get<int64_t>());
+            count *= (size_t)d.get<int64_t>();
+        }
+        const json& off = v.value("data_offsets", json());
+        if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+            fail("%s: tensor %s has bad data_offsets", path, name.c_str());
+        size_t b = off[0].get<size_t>(), e = off[1].get<size_t>();
+        if (b > e || e > data_size)
+            fail("%s: tensor %s data [%zu, %zu) lies outside the %zu-byte data section (truncated file?)",
+                 path, name.c_str(), b, e, data_size);
+        if (e - b != count * elem)
+            fail("%s: tensor %s has %zu bytes but its shape and dtype need %zu", path, name.c_str(), e - b, count * elem);
+        t.offset = data_start + b;
+        t.nbytes = e - b;
+        t.data = base + t.offset;
+        m.tensors.push_back(t);
+    }
+    // No two tensors may share bytes: sort by offset and compare neighbours.
+    std::vector<const TensorInfo*> byoff;
+    for (auto& t : m.tensors) byoff.push_back(&t);
+    std::sort(byoff.begin(), byoff.end(), [](auto a, auto b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < byoff.size(); i++)
+        if (byoff[i]->offset < byoff[i - 1]->offset + byoff[i - 1]->nbytes)
+            fail("%s: tensors %s and %s overlap", path, byoff[i - 1]->name.c_str(), byoff[i]->name.c_str());
+    std::sort(m.tensors.begin(), m.tensors.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+}
+
+const TensorInfo* find_tensor(const Model& m, const std::string& name) {
+    for (auto& t : m.tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+size_t parameter_count(const Model& m) {
+    size_t n = 0;
+    for (auto& t : m.tensors) {
+        size_t c = 1;
+        for (auto d : t.shape) c *= (size_t)d;
+        n += c;
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------
+// Named views: every tensor the forward pass needs, checked against the config.
+
+static const TensorInfo& need(const Model& m, const std::string& name, std::vector<int64_t> shape) {
+    const TensorInfo* t = find_tensor(m, name);
+    if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), name.c_str());
+    if (t->shape != shape) {
+        auto str = [](const std::vector<int64_t>& s) {
+            std::string r = "[";
+            for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+            return r + "]";
+        };
+        fail("%s: tensor %s has shape %s, config.json implies %s", m.weights_path.c_str(), name.c_str(),
+             str(t->shape).c_str(), str(shape).c_str());
+    }
+    return *t;
+}
+
+static Mat need_mat(const Model& m, const std::string& name, int rows, int cols) {
+    const TensorInfo& t = need(m, name, {rows, cols});
+    Mat w;
+    w.dtype = t.dtype;
+    w.rows = rows;
+    w.cols = cols;
+    w.data = t.data;
+    return w;
+}
+
+// Norm weights and biases are tiny, so they are widened to f32 once.
+static std::vector<float> need_vec(const Model& m, const std::string& name, int n) {
+    const TensorInfo& t = need(m, name, {n});
+    Mat w{t.dtype, 1, n, t.data};
+    std::vector<float> v(n);
+    mat_row_to_f32(w, 0, v.data());
+    return v;
+}
+
+void load_model(Model& m, const std::string& path) {
+    m.dir = model_dir(path);
+    m.weights_path = is_dir(path) ? m.dir + "/model.safetensors" : path;
+    m.cfg = parse_config(m.dir + "/config.json");
+    const Config& c = m.cfg;
+
+    int fd = open(m.weights_path.c_str(), O_RDONLY);
+    if (fd < 0) fail("%s: cannot open (%s)", m.weights_path.c_str(), strerror(errno));
+    struct stat st;
+    fstat(fd, &st);
+    m.file_size = (size_t)st.st_size;
+    if (m.file_size == 0) {
+        close(fd);
+        fail("%s: file is empty", m.weights_path.c_str());
+    }
+    m.map = mmap(nullptr, m.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m.map == MAP_FAILED) {
+        m.map = nullptr;
+        fail("%s: mmap failed (%s)", m.weights_path.c_str(), strerror(errno));
+    }
+    parse_safetensors(m);
+    m.checks.push_back("header length " + std::to_string(m.header_len) + " bytes fits in the file");
+    m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
+    m.checks.push_back("no two tensors overlap");
+
+    int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+    m.embed = need_mat(m, "model.embed_tokens.weight", c.vocab, c.hidden);
+    m.final_norm = need_vec(m, "model.norm.weight", c.hidden);
+    if (find_tensor(m, "lm_head.weight")) m.lm_head = need_mat(m, "lm_head.weight", c.vocab, c.hidden);
+    else if (c.tie_embeddings) m.lm_head = m.embed;
+    else fail("%s: tensor lm_head.weight is missing and tie_word_embeddings is false", m.weights_path.c_str());
+
+    m.layers.resize(c.n_layers);
+    for (int l = 0; l < c.n_layers; l++) {
+        std::string p = "model.layers." + std::to_string(l) + ".";
+        LayerWeights& L = m.layers[l];
+        L.attn_norm = need_vec(m, p + "input_layernorm.weight", c.hidden);
+        L.ffn_norm = need_vec(m, p + "post_attention_layernorm.weight", c.hidden);
+        L.wq = need_mat(m, p + "self_attn.q_proj.weight", q_dim, c.hidden);
+        L.wk = need_mat(m, p + "self_attn.k_proj.weight", kv_dim, c.hidden);
+        L.wv = need_mat(m, p + "self_attn.v_proj.weight", kv_dim, c.hidden);
+        L.bq = need_vec(m, p + "self_attn.q_proj.bias", q_dim);
+        L.bk = need_vec(m, p + "self_attn.k_proj.bias", kv_dim);
+        L.bv = need_vec(m, p + "self_attn.v_proj.bias", kv_dim);
+        L.wo = need_mat(m, p + "self_attn.o_proj.weight", c.hidden, q_dim);
+        L.w_gate = need_mat(m, p + "mlp.gate_proj.weight", c.intermediate, c.hidden);
+        L.w_up = need_mat(m, p + "mlp.up_proj.weight", c.intermediate, c.hidden);
+        L.w_down = need_mat(m, p + "mlp.down_proj.weight", c.hidden, c.intermediate);
+    }
+    m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes config.json implies");
+    LOGI(CAT_LOAD, "loaded %s: %zu tensors, %zu parameters, %d layers", m.weights_path.c_str(), m.tensors.size(),
+         parameter_count(m), c.n_layers);
+}
+
+// --quant q8_0: every matrix becomes int8 blocks in memory owned by the
+// model (the mmap stays for the small vectors already copied).
+void quantize_model(Model& m) {
+    auto q = [&](Mat& w) {
+        m.owned.emplace_back();
+        w = quantize_q8_0(w, m.owned.back());
+    };
+    for (auto& L : m.layers)
+        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
+    bool tied = m.lm_head.data == m.embed.data;
+    q(m.embed);
+    if (tied) m.lm_head = m.embed;
+    else q(m.lm_head);
+}

@@ -1,0 +1,162 @@
+// net.cpp — the Qwen2 forward pass.
+//
+// One call runs T tokens at positions pos..pos+T-1 through every layer:
+//
+//   x = embed[tokens]                                   [T, hidden]
+//   for each layer:
+//     h = rmsnorm(x)                                    [T, hidden]
+//     q, k, v = h Wq + bq, h Wk + bk, h Wv + bv         [T, q_dim] [T, kv_dim] x2
+//     rotate q and k by their positions (RoPE)
+//     append k, v to the KV cache
+//     a = causal attention of q over the cached keys    [T, q_dim]
+//     x = x + a Wo
+//     h = rmsnorm(x)
+//     x = x + (silu(h Wgate) * (h Wup)) Wdown           [T, intermediate] -> [T, hidden]
+//   logits = rmsnorm(x) embed^T                         [T, vocab]
+//
+// T = 1 is one decode step; the whole prompt can go through as one batch
+// (prefill), which turns each matrix-vector product into a matrix-matrix
+// product — the same weights read once for T tokens.
+#include "net.h"
+#include <cmath>
+#include "logging.h"
+
+static void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+
+void net_init(Net& net, const Model& m, int n_ctx) {
+    const Config& c = m.cfg;
+    if (n_ctx <= 0) fail("--ctx %d: the context must hold at least one token", n_ctx);
+    if (n_ctx > c.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", n_ctx, c.max_pos);
+    net.model = &m;
+    net.kv.n_ctx = n_ctx;
+    net.kv.kv_dim = c.n_kv_heads * c.head_dim;
+    size_t n = (size_t)c.n_layers * n_ctx * net.kv.kv_dim;
+    net.kv.k.assign(n, 0.0f);
+    net.kv.v.assign(n, 0.0f);
+    net.n_past = 0;
+    LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d floats x 2 = %.1f MB", n_ctx, c.n_layers, net.kv.kv_dim,
+         2.0 * n * sizeof(float) / 1e6);
+}
+
+void net_reset(Net& net) { net.n_past = net.first_pos = 0; }
+
+// Grouped-query attention for T new tokens. Query head h reads KV head
+// h / (n_heads / n_kv_heads): several query heads share one key/value head,
+// which is what makes the 0.5B model's cache 7x smaller than its query width.
+// Token t sits at position pos+t and may look at positions first..pos+t
+// (causal; first is 0 unless the sequence started later).
+static void attention(Net& net, int layer, int T, int pos) {
+    const Config& c = net.model->cfg;
+    int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads;
+    int first = net.first_pos;
+    int kv_len = pos + T - first;  // keys visible to the last token
+    float scale = 1.0f / std::sqrt((float)hd);
+    float* scores = net.scores.data();  // [n_heads, T, kv_len]
+
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < c.n_heads; h++) {
+        for (int t = 0; t < T; t++) {
+            const float* q = &net.q[(size_t)t * q_dim + h * hd];
+            float* s = scores + ((size_t)h * T + t) * kv_len;
+            int kvh = h / group, n = pos + t + 1 - first;
+            for (int j = 0; j < n; j++) {
+                const float* k = net.kv.key(layer, first + j) + kvh * hd;
+                float dot = 0;
+                for (int i = 0; i < hd; i++) dot += q[i] * k[i];
+                s[j] = dot * scale;
+            }
+            softmax(s, n);
+            for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
+            float* out = &net.att[(size_t)t * q_dim + h * hd];
+            for (int i = 0; i < hd; i++) out[i] = 0.0f;
+            for (int j = 0; j < n; j++) {
+                const float* v = net.kv.value(layer, first + j) + kvh * hd;
+                for (int i = 0; i < hd; i++) out[i] += s[j] * v[i];
+            }
+        }
+    }
+    WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
+}
+
+const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits) {
+    const Model& m = *net.model;
+    const Config& c = m.cfg;
+    if (T <= 0) fail("forward: no tokens");
+    if (net.n_past == net.first_pos) net.first_pos = pos;  // empty cache: the sequence starts here
+    if (pos < net.first_pos || pos > net.n_past)
+        fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
+    if (pos + T > net.kv.n_ctx)
+        fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
+    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
+    for (int t = 0; t < T; t++)
+        if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
+
+    grow(net.x, (size_t)T * H);
+    grow(net.xn, (size_t)T * H);
+    grow(net.q, (size_t)T * q_dim);
+    grow(net.k, (size_t)T * kv_dim);
+    grow(net.v, (size_t)T * kv_dim);
+    grow(net.att, (size_t)T * q_dim);
+    grow(net.scores, (size_t)c.n_heads * T * (pos + T - net.first_pos));
+    grow(net.gate, (size_t)T * I);
+    grow(net.up, (size_t)T * I);
+    float *x = net.x.data(), *xn = net.xn.data();
+
+    // Embedding: row `token` of the embedding matrix.
+    for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[t], x + (size_t)t * H);
+    WATCH_TENSOR("embed", -1, pos, x, T, H);
+
+    for (int l = 0; l < c.n_layers; l++) {
+        const LayerWeights& L = m.layers[l];
+
+        // --- attention block ---
+        for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
+        WATCH_TENSOR("attn_norm", l, pos, xn, T, H);
+        matmul(net.q.data(), xn, L.wq, L.bq.data(), T);  // [T, q_dim]
+        matmul(net.k.data(), xn, L.wk, L.bk.data(), T);  // [T, kv_dim]
+        matmul(net.v.data(), xn, L.wv, L.bv.data(), T);  // [T, kv_dim]
+        WATCH_TENSOR("attn.q", l, pos, net.q.data(), T, q_dim);
+        WATCH_TENSOR("attn.k", l, pos, net.k.data(), T, kv_dim);
+        WATCH_TENSOR("attn.v", l, pos, net.v.data(), T, kv_dim);
+        for (int t = 0; t < T; t++) {
+            apply_rope(&net.q[(size_t)t * q_dim], c.n_heads, hd, pos + t, c.rope_theta);
+            apply_rope(&net.k[(size_t)t * kv_dim], c.n_kv_heads, hd, pos + t, c.rope_theta);
+            std::memcpy(net.kv.key(l, pos + t), &net.k[(size_t)t * kv_dim], kv_dim * sizeof(float));
+            std::memcpy(net.kv.value(l, pos + t), &net.v[(size_t)t * kv_dim], kv_dim * sizeof(float));
+        }
+        WATCH_TENSOR("attn.q_rope", l, pos, net.q.data(), T, q_dim);
+        WATCH_TENSOR("attn.k_rope", l, pos, net.k.data(), T, kv_dim);
+        attention(net, l, T, pos);
+        WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
+        matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
+        WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
+        for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
+
+        // --- MLP block (SwiGLU) ---
+        for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
+        WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
+        matmul(net.gate.data(), xn, L.w_gate, nullptr, T);  // [T, I]
+        matmul(net.up.data(), xn, L.w_up, nullptr, T);      // [T, I]
+        WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
+        WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
+        for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
+        WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
+        matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]
+        WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
+        for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
+        WATCH_TENSOR("resid", l, pos, x, T, H);
+    }
+    net.n_past = pos + T;
+
+    // Final norm and LM head, only for the rows whose logits are wanted:
+    // during prefill only the last token's prediction is ever sampled.
+    int first = all_logits ? 0 : T - 1, n_out = T - first;
+    for (int t = first; t < T; t++) rmsnorm(xn + (size_t)(t - first) * H, x + (size_t)t * H, m.final_norm.data(), H, c.eps);
+    WATCH_TENSOR("final_norm", -1, pos + first, xn, n_out, H);
+    grow(net.logits, (size_t)n_out * c.vocab);
+    matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out);  // [n_out, vocab]
+    WATCH_TENSOR("logits", -1, pos + first, net.logits.data(), n_out, c.vocab);
+    return net.logits.data();
+}

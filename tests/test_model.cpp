@@ -1,0 +1,151 @@
+// Loading: a good folder loads; every kind of damage is refused with a
+// one-line error that names the file and the problem.
+#include <doctest/doctest.h>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include "model.h"
+#include "net.h"
+
+static std::string slurp(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+static void spit(const std::string& p, const std::string& s) {
+    std::ofstream f(p, std::ios::binary);
+    f << s;
+}
+
+// A small F32 model made by the generator, copied fresh for each damage.
+static std::string fresh_model(const std::string& name) {
+    std::string dir = "build/test_models/" + name;
+    std::string cmd = "mkdir -p build/test_models && build/gen_model --dtype f32 --hidden 16 --intermediate 24 --layers 2 "
+                      "--heads 2 --kv-heads 1 --vocab 40 --max-pos 64 --tokenizer /nonexistent --out " + dir + " >/dev/null";
+    REQUIRE(system(cmd.c_str()) == 0);
+    return dir;
+}
+
+static std::string load_error(const std::string& dir) {
+    Model m;
+    try {
+        load_model(m, dir);
+    } catch (const LanternError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST_CASE("a generated model loads and its tensors match the config") {
+    std::string dir = fresh_model("good");
+    Model m;
+    load_model(m, dir);
+    CHECK(m.cfg.hidden == 16);
+    CHECK(m.cfg.head_dim == 8);
+    CHECK(m.tensors.size() == 1 + 2 * 12 + 1);
+    // embed 40x16, per layer: 2 norms 16 + q 16x16+16 + k,v 8x16+8 + o 16x16 + mlp 3x16x24
+    size_t per_layer = 2 * 16 + (256 + 16) + 2 * (128 + 8) + 256 + 3 * 16 * 24;
+    CHECK(parameter_count(m) == 40 * 16 + 2 * per_layer + 16);
+    CHECK(m.lm_head.data == m.embed.data);  // tied
+    CHECK(m.embed.dtype == DType::F32);
+}
+
+TEST_CASE("damaged inputs give one-line errors naming the file and the problem") {
+    SUBCASE("truncated file") {
+        std::string dir = fresh_model("truncated");
+        std::string st = slurp(dir + "/model.safetensors");
+        spit(dir + "/model.safetensors", st.substr(0, st.size() - 100));
+        std::string e = load_error(dir);
+        CHECK(e.find("model.safetensors") != std::string::npos);
+        CHECK(e.find("outside") != std::string::npos);
+    }
+    SUBCASE("header length past the end") {
+        std::string dir = fresh_model("hdrlen");
+        std::string st = slurp(dir + "/model.safetensors");
+        st[6] = 0x7f;  // header length now ~ 2^54
+        spit(dir + "/model.safetensors", st);
+        std::string e = load_error(dir);
+        CHECK(e.find("header length") != std::string::npos);
+    }
+    SUBCASE("file shorter than 8 bytes") {
+        std::string dir = fresh_model("short");
+        spit(dir + "/model.safetensors", "abc");
+        CHECK(load_error(dir).find("too short") != std::string::npos);
+    }
+    SUBCASE("a tensor missing") {
+        std::string dir = fresh_model("missing");
+        std::string st = slurp(dir + "/model.safetensors");
+        size_t at = st.find("model.layers.1.mlp.up_proj.weight");
+        REQUIRE(at != std::string::npos);
+        st.replace(at, 5, "xodel");  // rename: the real name is now absent
+        spit(dir + "/model.safetensors", st);
+        std::string e = load_error(dir);
+        CHECK(e.find("model.layers.1.mlp.up_proj.weight is missing") != std::string::npos);
+    }
+    SUBCASE("a wrong shape") {
+        std::string dir = fresh_model("shape");
+        std::string cfg = slurp(dir + "/config.json");
+        size_t at = cfg.find("\"intermediate_size\": 24");
+        REQUIRE(at != std::string::npos);
+        cfg.replace(at, 23, "\"intermediate_size\": 12");
+        spit(dir + "/config.json", cfg);
+        std::string e = load_error(dir);
+        CHECK(e.find("gate_proj.weight has shape [24, 16]") != std::string::npos);
+        CHECK(e.find("[12, 16]") != std::string::npos);
+    }
+    SUBCASE("bad JSON in config.json") {
+        std::string dir = fresh_model("badcfg");
+        spit(dir + "/config.json", "{\"hidden_size\": 16,");
+        std::string e = load_error(dir);
+        CHECK(e.find("config.json: invalid JSON") != std::string::npos);
+    }
+    SUBCASE("bad JSON in the safetensors header") {
+        std::string dir = fresh_model("badhdr");
+        std::string st = slurp(dir + "/model.safetensors");
+        st[8] = '[';
+        st[9] = '{';
+        spit(dir + "/model.safetensors", st);
+        CHECK(load_error(dir).find("header is not valid JSON") != std::string::npos);
+    }
+    SUBCASE("unsupported dtype") {
+        std::string dir = fresh_model("dtype");
+        std::string st = slurp(dir + "/model.safetensors");
+        size_t at = st.find("\"F32\"");
+        st.replace(at, 5, "\"I32\"");
+        spit(dir + "/model.safetensors", st);
+        CHECK(load_error(dir).find("unsupported dtype I32") != std::string::npos);
+    }
+    SUBCASE("overlapping tensors") {
+        std::string dir = fresh_model("overlap");
+        std::string st = slurp(dir + "/model.safetensors");
+        // the final norm (16 floats = 64 bytes) is written last; point it at the bytes before it
+        size_t at = st.find("\"model.norm.weight\"");
+        size_t o = st.find("data_offsets\":[", at) + 15;
+        size_t comma = st.find(',', o), close = st.find(']', comma);
+        long b = atol(st.substr(o, comma - o).c_str());
+        std::string repl = std::to_string(b - 32) + "," + std::to_string(b + 32);
+        repl.resize(close - o, ' ');  // keep the header length unchanged
+        st.replace(o, close - o, repl);
+        spit(dir + "/model.safetensors", st);
+        CHECK(load_error(dir).find("overlap") != std::string::npos);
+    }
+    SUBCASE("missing folder") {
+        CHECK(load_error("build/test_models/does-not-exist").find("cannot open") != std::string::npos);
+    }
+}
+
+TEST_CASE("the KV cache limit is a clear error, not a crash") {
+    std::string dir = fresh_model("ctx");
+    Model m;
+    load_model(m, dir);
+    Net net;
+    net_init(net, m, 8);
+    std::vector<int> toks(6, 3);
+    forward(net, toks.data(), 6, 0, false);
+    CHECK_THROWS_WITH_AS(forward(net, toks.data(), 3, 6, false), doctest::Contains("context full"), LanternError);
+    CHECK_THROWS_AS(net_init(net, m, 65), LanternError);  // past max_position_embeddings
+    std::vector<int> bad = {40};
+    net_reset(net);
+    CHECK_THROWS_WITH_AS(forward(net, bad.data(), 1, 0, false), doctest::Contains("outside the vocabulary"), LanternError);
+}
