@@ -84,7 +84,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     const Model& m = *net.model;
     const Config& c = m.cfg;
     if (T <= 0) fail("forward: no tokens");
-    if (net.n_past == net.first_pos) net.first_pos = pos;  // empty cache: the sequence starts here
+    if (net.n_past == net.first_pos) net.first_pos = net.n_past = pos;  // empty cache: the sequence starts here
     if (pos < net.first_pos || pos > net.n_past)
         fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
     if (pos + T > net.kv.n_ctx)
