@@ -1,6 +1,6 @@
 # Lantern — build, test and run.
-#   make          build ./run
-#   make run      install what is missing, build, make the default model, generate text
+#   make          build ./run (a link to build/run)
+#   make run      install what is missing, build, generate text with the default model
 #   make test     install what is missing, build, run every test; last line "N passed, N failed"
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
@@ -18,9 +18,10 @@ TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
 HEADERS     := $(wildcard *.h)
 
 .PHONY: all deps models run test bench clean
-all: run $(BUILD)/gen_model
+all: $(BUILD)/run $(BUILD)/gen_model
+	@ln -sf $(BUILD)/run run
 
-run: $(ENGINE_OBJS) $(BUILD)/run.o
+$(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/run.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp $(HEADERS) | $(BUILD)
@@ -50,6 +51,13 @@ deps:
 # The generated test models (random weights, real tokenizer).
 models: $(BUILD)/gen_model
 	@bash tools/make_models.sh
+
+# The demo: the default model (trained/kjv once trained, else the random
+# models/tiny) answers a prompt.
+DEMO_PROMPT ?= In the beginning
+run: deps
+	@$(MAKE) --no-print-directory all models
+	./run "$(DEMO_PROMPT)"
 
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
