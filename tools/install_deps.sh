@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy bible-kjv pandoc libcpp-httplib-dev curl nodejs npm chromium"
+python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl nodejs npm chromium"
 
 missing=""
 for p in $APT_PACKAGES; do
