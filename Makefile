@@ -66,3 +66,13 @@ test: deps
 
 clean:
 	rm -rf $(BUILD) run
+
+# The book: `make book` renders book/*.md to HTML in build/book/ (pandoc);
+# `make book-check` runs its commands and compares its outputs (also part of
+# `make test`, as tests/check_book.sh).
+.PHONY: book book-check
+book:
+	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book
+
+book-check: all models
+	@/usr/bin/python3 tools/book_check.py

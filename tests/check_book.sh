@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The book tells the truth: tools/book_check.py runs every `sh try` command of
+# book/*.md, compares every `text output-of:` block with the command's real
+# output, and checks code references, flags, subcommands and links.
+#
+# First a self-test: a chapter with one planted mistake of each kind must be
+# rejected with a message naming each one (a checker that cannot fail proves
+# nothing). Then the real book.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+cat > "$tmp/01-planted.md" <<'MD'
+# Planted mistakes
+
+A reference to `kernels.cpp:no_such_kernel`, one to `missing_file.cpp:main`, one by line number
+net.cpp:120, a flag `--book-check-planted-flag`, a subcommand `./run no-such-subcommand`, a target
+`make no-such-target`, a broken [link](no-such-dir/x.md), and a good `net.cpp:forward`.
+
+```sh try
+./run info models/tiny > /dev/null
+./run info models/no-such-model
+```
+
+```text output-of: printf 'one\ntwo\n'
+one
+three
+```
+MD
+out=$($PY tools/book_check.py --book-dir "$tmp" 2>&1); rc=$?
+expect=(
+  'code reference kernels.cpp:no_such_kernel: "no_such_kernel" does not appear in kernels.cpp'
+  'code reference missing_file.cpp:main: no file missing_file.cpp'
+  'line-number reference "net.cpp:120"'
+  'flag --book-check-planted-flag (inline code'
+  'no subcommand "no-such-subcommand"'
+  'the Makefile has no target "no-such-target"'
+  'link to no-such-dir/x.md: no such file'
+  '`./run info models/no-such-model` exited 1 (expected 0)'
+  "-three"
+  "+two"
+  "9 errors"
+)
+ok=1
+[ $rc = 1 ] || { echo "self-test: book_check.py exited $rc on the planted chapter, expected 1"; ok=0; }
+for e in "${expect[@]}"; do
+    if ! grep -qF -- "$e" <<<"$out"; then echo "self-test: no message containing: $e"; ok=0; fi
+done
+if grep -q "net.cpp:forward" <<<"$out"; then echo "self-test: the good reference net.cpp:forward was reported"; ok=0; fi
+if [ $ok = 0 ]; then echo "--- book_check.py said:"; echo "$out"; exit 1; fi
+echo "self-test ok: every planted mistake reported"
+
+$PY tools/book_check.py
