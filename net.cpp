@@ -104,12 +104,14 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     grow(net.up, (size_t)T * I);
     float *x = net.x.data(), *xn = net.xn.data();
 
+    PROBE_FORWARD_BEGIN(tokens, T, pos);  // -v timing, --report, --trace-json
     // Embedding: row `token` of the embedding matrix.
     for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[t], x + (size_t)t * H);
     WATCH_TENSOR("embed", -1, pos, x, T, H);
 
     for (int l = 0; l < c.n_layers; l++) {
         const LayerWeights& L = m.layers[l];
+        PROBE_LAYER_BEGIN(l, x, T, H);
 
         // --- attention block ---
         for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
@@ -147,6 +149,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
         for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
         WATCH_TENSOR("resid", l, pos, x, T, H);
+        PROBE_LAYER_END(l, x, T, H);
     }
     net.n_past = pos + T;
 
@@ -158,5 +161,6 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     grow(net.logits, (size_t)n_out * c.vocab);
     matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out);  // [n_out, vocab]
     WATCH_TENSOR("logits", -1, pos + first, net.logits.data(), n_out, c.vocab);
+    PROBE_FORWARD_END();
     return net.logits.data();
 }
