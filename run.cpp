@@ -5,10 +5,13 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <fstream>
+#include <chrono>
 #include "common.h"
 #include "logging.h"
 #include "model.h"
 #include "net.h"
+#include "tokenizer.h"
 #include <algorithm>
 
 // JSON string literal for any bytes: escapes quotes, backslashes and
@@ -175,12 +178,96 @@ int cmd_fwd(int argc, char** argv) {
 // ---------------------------------------------------------------------------
 // ./run encode MODEL_OR_TOKENIZER_JSON "text" [--file PATH] [--pieces]
 int cmd_encode(int argc, char** argv) {
-    fail("encode: not implemented yet");
+    // --pieces shows each token's file string and its bytes, escaped so that
+    // spaces, control characters and partial UTF-8 are visible.
+    auto shown = [](const std::string& bytes) {
+        std::string r = "\"";
+        const unsigned char* s = (const unsigned char*)bytes.data();
+        for (size_t i = 0; i < bytes.size(); i++) {
+            unsigned char c = s[i];
+            int len = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+            bool whole = len > 1 && i + len <= bytes.size() && utf8_sanitize(bytes.substr(i, len)) == bytes.substr(i, len);
+            char buf[8];
+            if (whole) { r.append(bytes, i, len); i += len - 1; }
+            else if (c == '\n') r += "\\n";
+            else if (c == '\t') r += "\\t";
+            else if (c == '\r') r += "\\r";
+            else if (c == '"' || c == '\\') { r += '\\'; r += (char)c; }
+            else if (c >= 0x20 && c < 0x7f) r += (char)c;
+            else { snprintf(buf, sizeof buf, "\\x%02x", c); r += buf; }
+        }
+        return r + "\"";
+    };
+    std::vector<std::string> pos;
+    std::string file;
+    bool pieces = false, timing = false;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--file") && i + 1 < argc) file = argv[++i];
+        else if (!strcmp(argv[i], "--pieces")) pieces = true;
+        else if (!strcmp(argv[i], "--time")) timing = true;
+        else if (!strncmp(argv[i], "--", 2)) fail("encode: unknown flag %s", argv[i]);
+        else pos.push_back(argv[i]);
+    }
+    if (pos.size() != (file.empty() ? 2u : 1u))
+        fail("usage: ./run encode MODEL_OR_TOKENIZER_JSON \"text\" | --file PATH  [--pieces] [--time]");
+    std::string text = pos.size() == 2 ? pos[1] : "";
+    if (!file.empty()) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) fail("encode: cannot read %s", file.c_str());
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Tokenizer tok;
+    tokenizer_load(tok, pos[0]);
+    auto t1 = std::chrono::steady_clock::now();
+    std::vector<int> ids = tokenizer_encode(tok, text);
+    auto t2 = std::chrono::steady_clock::now();
+    std::string line;
+    for (size_t i = 0; i < ids.size(); i++) line += (i ? " " : "") + std::to_string(ids[i]);
+    printf("%s\n", line.c_str());
+    if (pieces)
+        for (int id : ids) printf("%-7d %-24s %s\n", id, shown(tok.id_to_piece[id]).c_str(), shown(token_bytes(tok, id)).c_str());
+    if (timing) {
+        double load_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+        double enc_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+        fprintf(stderr, "encode: %zu bytes -> %zu tokens in %.1f ms = %.2f MB/s (tokenizer load %.1f ms)\n", text.size(),
+                ids.size(), enc_ms, text.size() / (enc_ms * 1e3), load_ms);
+    }
+    return 0;
 }
 
 // ./run decode MODEL id id ...
 int cmd_decode(int argc, char** argv) {
-    fail("decode: not implemented yet");
+    // Ids as separate arguments, or in one argument separated by spaces or
+    // commas (so the output of encode can be pasted in as it is).
+    std::vector<std::string> pos;
+    bool raw = false;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--raw")) raw = true;
+        else if (!strncmp(argv[i], "--", 2)) fail("decode: unknown flag %s", argv[i]);
+        else pos.push_back(argv[i]);
+    }
+    if (pos.empty()) fail("usage: ./run decode MODEL_OR_TOKENIZER_JSON id id ...  [--raw: no newline after the text]");
+    std::vector<int> ids;
+    for (size_t a = 1; a < pos.size(); a++) {
+        std::string item;
+        for (size_t i = 0; i <= pos[a].size(); i++) {
+            char c = i < pos[a].size() ? pos[a][i] : ' ';
+            if (c != ' ' && c != ',' && c != '\n' && c != '\t') { item += c; continue; }
+            if (item.empty()) continue;
+            char* end = nullptr;
+            long v = strtol(item.c_str(), &end, 10);
+            if (*end || v < 0 || v > 0x7fffffff) fail("decode: \"%s\" is not a token id", item.c_str());
+            ids.push_back((int)v);
+            item.clear();
+        }
+    }
+    Tokenizer tok;
+    tokenizer_load(tok, pos[0]);
+    std::string text = tokenizer_decode(tok, ids);
+    fwrite(text.data(), 1, text.size(), stdout);
+    if (!raw) fputc('\n', stdout);
+    return 0;
 }
 
 // ---------------------------------------------------------------------------
