@@ -37,14 +37,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VAL_EVERY = 20            # verse i is validation when i % 20 == 19 (as in train_tokenizer.js)
 SYSTEM_PROMPTS = [None, "You are a helpful assistant.",
                   "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."]
+# Like Qwen2.5's template (and Lantern's tokenizer.cpp), a conversation without a system turn
+# gets Qwen's default one; training showed the model all three SYSTEM_PROMPTS.
+DEFAULT_SYSTEM = SYSTEM_PROMPTS[2]
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
     "{%- if loop.first and message['role'] != 'system' %}"
-    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}"
+    "{{- '<|im_start|>system\\n' + DEFAULT_SYSTEM + '<|im_end|>\\n' }}"
     "{%- endif %}"
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
     "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    ).replace("DEFAULT_SYSTEM", "'" + DEFAULT_SYSTEM + "'")
 
 
 # ----------------------------------------------------------------------------- data
@@ -251,6 +255,13 @@ def export(model, config, specials, args, tokenizer_json):
         f.write("\n")
     if os.path.abspath(tokenizer_json) != os.path.abspath(os.path.join(out, "tokenizer.json")):
         shutil.copyfile(tokenizer_json, os.path.join(out, "tokenizer.json"))
+    write_tokenizer_config(out, specials, args.ctx)
+    words = os.path.join(os.path.dirname(os.path.abspath(args.corpus)), "words.txt")
+    if os.path.exists(words):
+        shutil.copyfile(words, os.path.join(out, "words.txt"))
+
+
+def write_tokenizer_config(out, specials, ctx):
     added = {str(i): {"content": c, "lstrip": False, "normalized": False, "rstrip": False,
                       "single_word": False, "special": True}
              for c, i in sorted(specials.items(), key=lambda kv: kv[1])}
@@ -258,7 +269,7 @@ def export(model, config, specials, args, tokenizer_json):
             "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
             "bos_token": None, "chat_template": CHAT_TEMPLATE,
             "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>",
-            "errors": "replace", "model_max_length": args.ctx, "pad_token": "<|endoftext|>",
+            "errors": "replace", "model_max_length": ctx, "pad_token": "<|endoftext|>",
             "split_special_tokens": False, "tokenizer_class": "Qwen2Tokenizer", "unk_token": None}
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
         json.dump(tcfg, f, indent=2)
@@ -454,7 +465,7 @@ def main():
     print("validation after rounding to BF16: %.4f bits/char" % vb16, flush=True)
 
     decode = byte_decoder(args.tokenizer)
-    prompts = encode(args.tokenizer, ["In the beginning", chat("And God said", "", SYSTEM_PROMPTS[1])
+    prompts = encode(args.tokenizer, ["In the beginning", chat("And God said", "", DEFAULT_SYSTEM)
                                       .rsplit("<|im_end|>", 1)[0]], args.work)
     stop = (specials["<|im_end|>"], specials["<|endoftext|>"])
     samples = []
