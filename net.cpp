@@ -20,6 +20,7 @@
 #include "net.h"
 #include <cmath>
 #include "logging.h"
+#include "kernels_cuda.h"
 
 static void grow(std::vector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -36,6 +37,7 @@ void net_init(Net& net, const Model& m, int n_ctx) {
     net.kv.k.assign(n, 0.0f);
     net.kv.v.assign(n, 0.0f);
     net.n_past = 0;
+    net.cuda.reset();  // a GPU copy of another model or cache size is stale
     LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d floats x 2 = %.1f MB", n_ctx, c.n_layers, net.kv.kv_dim,
          2.0 * n * sizeof(float) / 1e6);
 }
@@ -92,6 +94,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
+    if (g_device == Device::CUDA) return forward_cuda(net, tokens, T, pos, all_logits);  // same pass on the GPU
 
     grow(net.x, (size_t)T * H);
     grow(net.xn, (size_t)T * H);

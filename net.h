@@ -1,5 +1,6 @@
 // net.h — the Qwen2 forward pass over a batch of T tokens.
 #pragma once
+#include <memory>
 #include <vector>
 #include "model.h"
 
@@ -27,6 +28,7 @@ struct Net {
     std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights
     std::vector<float> gate, up;// [T, intermediate]
     std::vector<float> logits;  // [T or 1, vocab]
+    std::shared_ptr<struct CudaNet> cuda;  // weights, cache and scratch on the GPU (net_cuda.cpp), --device cuda
 };
 
 // n_ctx: the KV cache length (--ctx); at most max_position_embeddings.
