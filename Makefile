@@ -17,6 +17,25 @@ TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
 HEADERS     := $(wildcard *.h)
 
+# make cuda: the same ./run plus the GPU backend (--device cuda), built in
+# build/cuda so CPU and CUDA objects never mix; `make` switches ./run back.
+# Needs the CUDA toolkit; the default build never calls nvcc. The CUDA
+# runtime is linked statically, so ./run needs only the NVIDIA driver.
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+.PHONY: cuda
+cuda:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/cuda LANTERN_CUDA=1 $(BUILD)/cuda/run $(BUILD)/cuda/unit_tests
+	@ln -sf $(BUILD)/cuda/run run
+ifdef LANTERN_CUDA
+CXXFLAGS    += -DLANTERN_CUDA -I$(CUDA_HOME)/include
+ENGINE_OBJS += $(BUILD)/kernels_cuda.o
+LDLIBS      += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+$(BUILD)/kernels_cuda.o: kernels_cuda.cu $(HEADERS) | $(BUILD)
+	$(NVCC) -std=c++17 -O2 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
+endif
+
 .PHONY: all deps models run test bench clean
 all: $(BUILD)/run $(BUILD)/gen_model
 	@ln -sf $(BUILD)/run run

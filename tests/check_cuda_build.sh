@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The CUDA backend compiles and links, on any machine with nvcc, GPU or not,
+# so it never rots: kernels_cuda.cu through nvcc, net_cuda.cpp and
+# tests/test_cuda.cpp with -DLANTERN_CUDA (the rules and flags of `make
+# cuda`, objects in build/cuda), linked with the CPU build's other objects
+# and the static CUDA runtime into build/cuda/check_tests. Its cuda:* cases
+# must pass; without a device they skip, saying so. Without nvcc: skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
+if [ -z "$NVCC" ]; then
+    echo "skipped: no nvcc"
+    exit 0
+fi
+CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+cuda_vars=(BUILD=build/cuda LANTERN_CUDA=1 NVCC="$NVCC" CUDA_HOME="$CUDA_HOME")
+
+# A Makefile variable's value, so this script repeats no flags or file lists.
+var() { make -s --no-print-directory --eval='print-%: ; @echo $($*)' "$@"; }
+
+make --no-print-directory build/unit_tests  # the CPU objects linked below
+make --no-print-directory "${cuda_vars[@]}" build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o
+
+objs=(build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
+for o in $(var print-ENGINE_OBJS) build/run_lib.o $(var print-TEST_OBJS); do
+    case "$o" in build/net_cuda.o | build/tests/test_cuda.o) ;; *) objs+=("$o") ;; esac
+done
+# shellcheck disable=SC2046  # the flags are meant to split into words
+$(var print-CXX) $(var print-CXXFLAGS) -o build/cuda/check_tests "${objs[@]}" $(var "${cuda_vars[@]}" print-LDLIBS)
+echo "linked build/cuda/check_tests with $("$NVCC" --version | tail -1)"
+
+build/cuda/check_tests --no-version -tc='cuda:*'
