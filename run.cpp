@@ -11,6 +11,7 @@
 #include "logging.h"
 #include "model.h"
 #include "net.h"
+#include "kernels_cuda.h"
 #include "tokenizer.h"
 #include <algorithm>
 
@@ -113,6 +114,7 @@ int cmd_fwd(int argc, char** argv) {
         else if (a == "--json") as_json = true;
         else if (a == "--ctx") ctx = parse_int_arg("--ctx", val(), 1, 1 << 30);
         else if (a == "--threads") threads = parse_int_arg("--threads", val(), 1, 1024);
+        else if (a == "--device") device_select(val());  // cpu | cuda (kernels_cuda.h)
         else if (a == "--kernels") {
             std::string k = val();
             if (k == "plain") kset = KernelSet::Plain;
