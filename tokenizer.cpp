@@ -13,6 +13,7 @@
 #include <utf8proc.h>
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -644,35 +645,76 @@ static void bpe_word(const Tokenizer& tok, const unsigned char* s, int n, std::v
 
 // ---------------------------------------------------------------------------
 // NFC: canonical composition, so "e" + U+0301 (combining acute) and the
-// single character "é" encode the same. utf8proc does the work.
+// single character "é" encode the same. utf8proc does the work, but running
+// it over all the text is the slowest step of encoding, and nearly all text
+// is NFC already. So only the stretches that might change go through it.
+//
+// A character is "stable" when NFC can neither change it nor attach it to
+// the character before: everything below U+0300, and any character with
+// combining class 0 that has no canonical decomposition and is never the
+// second half of a composition (utf8proc marks those with comb_index >=
+// 0x8000; Hangul vowel and final jamo compose by formula, so they are listed
+// by range). An unstable character is normalized together with the stable
+// one before it (which it may compose with: "e" + U+0301) and the unstable
+// ones after it; the stable characters around such stretches are copied.
+static bool nfc_stable(utf8proc_int32_t cp) {
+    if (cp < 0x300) return true;
+    if (cp >= 0x1160 && cp <= 0x11FF) return false;
+    const utf8proc_property_t* p = utf8proc_get_property(cp);
+    bool second_half = p->comb_index != UINT16_MAX && p->comb_index >= 0x8000;
+    bool canonical_decomposition = p->decomp_type == 0 && p->decomp_seqindex != UINT16_MAX;
+    return p->combining_class == 0 && !second_half && !canonical_decomposition;
+}
+
+// The character at u[at] (valid UTF-8, checked before): its code point and length.
+static size_t char_at(const utf8proc_uint8_t* u, size_t n, size_t at, utf8proc_int32_t& cp) {
+    if (u[at] < 0x80) { cp = u[at]; return 1; }
+    return (size_t)utf8proc_iterate(u + at, (utf8proc_ssize_t)(n - at), &cp);
+}
+
 static std::string nfc(const std::string& s) {
-    bool ascii = true;
-    for (unsigned char c : s) if (c >= 0x80) { ascii = false; break; }
-    if (ascii) return s;  // ASCII is always NFC
-    utf8proc_uint8_t* out = nullptr;
-    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t*)s.data(), (utf8proc_ssize_t)s.size(), &out,
-                                      (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    if (n < 0) fail("tokenizer: NFC failed: %s", utf8proc_errmsg(n));
-    std::string r((const char*)out, (size_t)n);
-    free(out);
-    return r;
+    const utf8proc_uint8_t* u = (const utf8proc_uint8_t*)s.data();
+    size_t n = s.size(), i = 0, copied = 0, last_stable = 0;
+    std::string out;
+    utf8proc_int32_t cp;
+    while (i < n) {
+        size_t len = char_at(u, n, i, cp);
+        if (nfc_stable(cp)) { last_stable = i; i += len; continue; }
+        size_t end = i + len;  // the stretch runs up to the next stable character
+        while (end < n) {
+            size_t l = char_at(u, n, end, cp);
+            if (nfc_stable(cp)) break;
+            end += l;
+        }
+        utf8proc_uint8_t* composed = nullptr;
+        utf8proc_ssize_t m = utf8proc_map(u + last_stable, (utf8proc_ssize_t)(end - last_stable), &composed,
+                                          (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        if (m < 0) fail("tokenizer: NFC failed: %s", utf8proc_errmsg(m));
+        out.append(s, copied, last_stable - copied).append((const char*)composed, (size_t)m);
+        free(composed);
+        copied = i = end;
+    }
+    if (copied == 0) return s;  // already NFC: the common case
+    return out.append(s, copied, std::string::npos);
 }
 
 // Everything one encode call carries from segment to segment: the regex's
 // match buffer, the merge scratch space, and a cache of the pre-tokens seen
 // so far (text repeats the same words a lot; a cache hit copies ids instead
-// of merging again). The cache lives for one call, so encode needs no lock.
+// of merging again). The cache lives for one call, so encode needs no lock;
+// its keys point into the normalized texts, which `texts` keeps alive.
 struct EncodeState {
     pcre2_match_data* match = nullptr;
     BpeScratch scratch;
-    std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> cache;  // pre-token -> span of `out`
+    std::deque<std::string> texts;
+    std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;  // pre-token -> span of `out`
     std::vector<int>* out;
 };
 
 static void encode_pretoken(const Tokenizer& tok, const char* s, size_t n, EncodeState& st) {
     std::vector<int>& out = *st.out;
     if (n == 1 && tok.byte_to_id[(unsigned char)s[0]] >= 0) { out.push_back(tok.byte_to_id[(unsigned char)s[0]]); return; }
-    std::string key(s, n);
+    std::string_view key(s, n);
     auto hit = st.cache.find(key);
     if (hit != st.cache.end()) {
         for (uint32_t i = 0; i < hit->second.second; i++) out.push_back(out[hit->second.first + i]);
@@ -688,14 +730,15 @@ static void encode_pretoken(const Tokenizer& tok, const char* s, size_t n, Encod
     } else {
         bpe_word(tok, (const unsigned char*)s, (int)n, out, st.scratch);
     }
-    if (st.cache.size() < 200000) st.cache.emplace(std::move(key), std::make_pair((uint32_t)start, (uint32_t)(out.size() - start)));
+    if (st.cache.size() < 200000) st.cache.emplace(key, std::make_pair((uint32_t)start, (uint32_t)(out.size() - start)));
 }
 
 // One stretch of text between added tokens: normalize, split, merge.
 // "Isolated" splitting: each regex match is a pre-token, and so is any text
 // between two matches (Qwen's regex leaves no gaps, but a regex may).
 static void encode_plain(const Tokenizer& tok, const std::string& raw, EncodeState& st) {
-    const std::string text = tok.nfc ? nfc(raw) : raw;
+    st.texts.push_back(tok.nfc ? nfc(raw) : raw);
+    const std::string& text = st.texts.back();
     if (!tok.split_regex) { if (!text.empty()) encode_pretoken(tok, text.data(), text.size(), st); return; }
     const pcre2_code* re = tok.split_regex.get();
     size_t pos = 0, gap = 0;
