@@ -1,0 +1,257 @@
+// trace_report_draw.cpp — the drawing under the --report page: PNG heatmaps
+// (stb_image_write, embedded as base64 data URIs) and SVG charts written as
+// text. trace_report_html.cpp decides what the page says; this file only
+// turns numbers into pixels and coordinates.
+#include "trace_report_draw.h"
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+#pragma GCC diagnostic pop
+
+// ---------------------------------------------------------------------------
+// Small text helpers.
+
+std::string fmt(const char* f, ...) {
+    char b[2048];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(b, sizeof b, f, ap);
+    va_end(ap);
+    return b;
+}
+
+std::string esc(const std::string& s) {
+    std::string r;
+    for (char c : s) {
+        if (c == '&') r += "&amp;";
+        else if (c == '<') r += "&lt;";
+        else if (c == '>') r += "&gt;";
+        else if (c == '"') r += "&quot;";
+        else r += c;
+    }
+    return r;
+}
+
+// A token's text as a person should see it: valid UTF-8, a newline as ↵,
+// a tab as ⇥, other control bytes as \xNN. Spaces stay spaces.
+std::string token_text(const Recorder& r, int id) {
+    if (!r.tok || id < 0) return "#" + std::to_string(id);
+    std::string s = utf8_sanitize(token_bytes(*r.tok, id)), out;
+    for (unsigned char c : s) {
+        if (c == '\n') out += "\u21b5";
+        else if (c == '\t') out += "\u21e5";
+        else if (c < 0x20) out += fmt("\\x%02x", c);
+        else out += (char)c;
+    }
+    return out;
+}
+
+std::string bytes_str(double b) {
+    if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
+    if (b >= 1e6) return fmt("%.1f MB", b / 1e6);
+    return fmt("%.1f kB", b / 1e3);
+}
+std::string flops_str(double f) {
+    if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
+    return fmt("%.1f MFLOP", f / 1e6);
+}
+
+// Round axis steps: 1, 2 or 5 times a power of ten.
+double nice_step(double range, int ticks) {
+    double raw = range / std::max(1, ticks), p = std::pow(10, std::floor(std::log10(raw > 0 ? raw : 1)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * p >= raw) return m * p;
+    return 10 * p;
+}
+
+std::string base64(const std::string& in) {
+    static const char* A = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        uint32_t v = (uint8_t)in[i] << 16 | (uint8_t)in[i + 1] << 8 | (uint8_t)in[i + 2];
+        out += {A[v >> 18], A[(v >> 12) & 63], A[(v >> 6) & 63], A[v & 63]};
+    }
+    if (i + 1 == in.size()) {
+        uint32_t v = (uint8_t)in[i] << 16;
+        out += {A[v >> 18], A[(v >> 12) & 63], '=', '='};
+    } else if (i + 2 == in.size()) {
+        uint32_t v = (uint8_t)in[i] << 16 | (uint8_t)in[i + 1] << 8;
+        out += {A[v >> 18], A[(v >> 12) & 63], A[(v >> 6) & 63], '='};
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------
+// Heatmap colours: dark for weights near 0, through purple and rose to pale
+// yellow for 1, on the square-root scale the cells are stored in; cells the
+// query never saw (the masked future) are light grey, so the causal
+// triangle shows at a glance.
+static const float ANCHORS[5][3] = {{22, 26, 52}, {92, 42, 122}, {198, 64, 96}, {244, 150, 64}, {255, 241, 172}};
+
+static void colour(double s, uint8_t* rgb) {
+    s = std::fmax(0.0, std::fmin(1.0, s)) * 4;
+    int i = std::min(3, (int)s);
+    double f = s - i;
+    for (int c = 0; c < 3; c++) rgb[c] = (uint8_t)std::lround(ANCHORS[i][c] * (1 - f) + ANCHORS[i + 1][c] * f);
+}
+
+static void png_sink(void* ctx, void* data, int size) { ((std::string*)ctx)->append((const char*)data, size); }
+
+// One n x n heatmap as a PNG data URI. head -1: the mean over the heads.
+std::string heatmap_png(const AttentionMaps& a, int layer, int head, int n) {
+    std::vector<uint8_t> rgb((size_t)n * n * 3);
+    for (int q = 0; q < n; q++)
+        for (int k = 0; k < n; k++) {
+            uint8_t* px = &rgb[((size_t)q * n + k) * 3];
+            double p = 0;
+            int seen = 0;
+            for (int h = head < 0 ? 0 : head; h < (head < 0 ? a.n_heads : head + 1); h++) {
+                uint8_t v = a.at(layer, h, q, k);
+                if (!v) continue;
+                double s = (v - 1) / 254.0;
+                p += s * s;
+                seen++;
+            }
+            if (!seen) px[0] = px[1] = px[2] = 236;
+            else colour(std::sqrt(p / seen), px);
+        }
+    std::string png;
+    stbi_write_png_to_func(png_sink, &png, n, n, 3, rgb.data(), n * 3);
+    return "data:image/png;base64," + base64(png);
+}
+
+// ---------------------------------------------------------------------------
+// Charts.
+
+// A horizontal time axis from t0 to t1 (ms) over [x0, x0+w].
+static std::string time_axis(double t0, double t1, double x0, double w, double y, double h) {
+    std::string s;
+    double step = nice_step(t1 - t0, 8);
+    for (double t = std::ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) {
+        double x = x0 + (t - t0) / (t1 - t0) * w;
+        s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>", x, y - h, x, y);
+        s += fmt("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%g ms</text>", x, y + 13, t);
+    }
+    return s;
+}
+
+// The Gantt chart of the run between t0 and t1 (microseconds): lanes for the
+// run's spans, prefill forward calls, decode forward calls and sampling.
+std::string timeline_svg(const Recorder& r, double t0, double t1, const char* title) {
+    const double W = 1100, L = 118, lane = 26, w = W - L - 16;
+    const char* lanes[] = {"load / tokenize", "prefill", "decode", "sample"};
+    double H = 4 * lane + 40;
+    auto X = [&](double t) { return L + (t - t0) / std::max(1.0, t1 - t0) * w; };
+    std::string s = fmt("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f' role='img'><title>%s</title>", W, H, W, title);
+    for (int i = 0; i < 4; i++)
+        s += fmt("<text x='%.0f' y='%.1f' class='lane' text-anchor='end'>%s</text>", L - 8, 8 + i * lane + 16, lanes[i]);
+    s += time_axis((t0 - r.t_start_us) / 1000, (t1 - r.t_start_us) / 1000, L, w, 4 * lane + 12, 4 * lane + 6);
+    auto bar = [&](double a, double b, int row, const char* cls, const std::string& tip) {
+        if (b < t0 || a > t1) return;
+        double x = X(std::max(a, t0)), xe = X(std::min(b, t1));
+        s += fmt("<rect x='%.2f' y='%.1f' width='%.2f' height='%.0f' class='%s'><title>", x, 8 + row * lane + 3,
+                 std::max(0.8, xe - x), lane - 8, cls) + esc(tip) + "</title></rect>";
+    };
+    for (const SpanRecord& sp : r.spans)
+        if (sp.name != "generate") bar(sp.t0_us, sp.t1_us, 0, "b-run", fmt("%s: %.2f ms", sp.name.c_str(), (sp.t1_us - sp.t0_us) / 1000));
+    size_t f = 0;
+    for (size_t i = 0; i < r.forwards.size(); i++) {
+        const ForwardRecord& fw = r.forwards[i];
+        bar(fw.t0_us, fw.t1_us, fw.prefill ? 1 : 2, fw.prefill ? "b-prefill" : "b-decode",
+            fmt("forward %zu: %d token%s at pos %d, %.3f ms", i, fw.T, fw.T == 1 ? "" : "s", fw.pos, (fw.t1_us - fw.t0_us) / 1000));
+    }
+    for (const TokenRecord& t : r.tokens) {
+        while (f + 1 < r.forwards.size() && r.forwards[f + 1].t1_us <= t.t_us) f++;
+        double a = r.forwards.empty() ? t.t_us : r.forwards[f].t1_us;
+        bar(a, t.t_us, 3, "b-sample", fmt("sample -> token %d (%s), %.3f ms", t.info.token, token_text(r, t.info.token).c_str(), (t.t_us - a) / 1000));
+    }
+    return s + "</svg>";
+}
+
+// One bar per forward call, its height the call's time.
+std::string forward_bars_svg(const Recorder& r) {
+    const double W = 1100, L = 60, H = 190, top = 18, h = H - top - 28, w = W - L - 16;
+    double mx = 0;
+    for (auto& f : r.forwards) mx = std::max(mx, (f.t1_us - f.t0_us) / 1000);
+    if (mx <= 0) mx = 1;
+    double step = nice_step(mx, 4), ymax = std::ceil(mx / step) * step;
+    std::string s = fmt("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f'>", W, H, W);
+    for (double v = 0; v <= ymax + 1e-9; v += step) {
+        double y = top + h - v / ymax * h;
+        s += fmt("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g ms</text>",
+                 L, y, L + w, y, L - 6, y + 4, v);
+    }
+    size_t n = std::max<size_t>(1, r.forwards.size());
+    double bw = w / n;
+    for (size_t i = 0; i < r.forwards.size(); i++) {
+        const ForwardRecord& f = r.forwards[i];
+        double ms = (f.t1_us - f.t0_us) / 1000, bh = std::max(0.5, ms / ymax * h);
+        s += fmt("<rect x='%.2f' y='%.2f' width='%.2f' height='%.2f' class='%s'><title>forward %zu (%s): %d token%s, %.3f ms</title></rect>",
+                 L + i * bw + bw * 0.1, top + h - bh, std::max(0.6, bw * 0.8), bh, f.prefill ? "b-prefill" : "b-decode", i,
+                 f.prefill ? "prefill" : "decode", f.T, f.T == 1 ? "" : "s", ms);
+        if (f.prefill && bw > 14)
+            s += fmt("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>T=%d</text>", L + (i + 0.5) * bw, top + h - bh - 4, f.T);
+    }
+    s += fmt("<text x='%.0f' y='%.0f' class='tick'>forward calls in order: prefill (T tokens each) then one per decoded token</text>", L, H - 6);
+    return s + "</svg>";
+}
+
+std::string layer_chart_svg(const std::string& title, const std::vector<Line>& lines, int n_layers) {
+    const double W = 360, H = 200, L = 46, top = 26, h = H - top - 34, w = W - L - 12;
+    double lo = 0, hi = 0;
+    for (auto& l : lines)
+        for (double v : l.y)
+            if (std::isfinite(v)) hi = std::max(hi, v);
+    if (hi <= lo) hi = lo + 1;
+    double step = nice_step(hi - lo, 4);
+    hi = std::ceil(hi / step) * step;
+    auto X = [&](int i) { return L + (n_layers > 1 ? i * w / (n_layers - 1) : w / 2); };
+    auto Y = [&](double v) { return top + h - (v - lo) / (hi - lo) * h; };
+    std::string s = fmt("<svg class='chart small' viewBox='0 0 %.0f %.0f' width='%.0f'><text x='%.0f' y='15' class='ctitle'>", W, H, W, L) + esc(title) + "</text>";
+    for (double v = lo; v <= hi + 1e-9; v += step)
+        s += fmt("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g</text>",
+                 L, Y(v), L + w, Y(v), L - 5, Y(v) + 4, v);
+    int every = std::max(1, n_layers / 12);
+    for (int i = 0; i < n_layers; i += every)
+        s += fmt("<text x='%.1f' y='%.0f' class='tick' text-anchor='middle'>%d</text>", X(i), top + h + 14, i);
+    s += fmt("<text x='%.0f' y='%.0f' class='tick' text-anchor='middle'>layer</text>", L + w / 2, H - 4);
+    double lx = L + 6;
+    for (auto& l : lines) {
+        std::string pts;
+        for (int i = 0; i < (int)l.y.size(); i++)
+            if (std::isfinite(l.y[i])) {
+                pts += fmt("%.1f,%.1f ", X(i), Y(l.y[i]));
+                s += fmt("<circle cx='%.1f' cy='%.1f' r='2.4' class='%s'><title>layer %d: %.4g</title></circle>", X(i), Y(l.y[i]), l.cls.c_str(), i, l.y[i]);
+            }
+        s += "<polyline points='" + pts + "' class='" + l.cls + "'/>";
+        s += fmt("<text x='%.0f' y='%.0f' class='legend %s'>", lx, top + 10, l.cls.c_str()) + esc(l.label) + "</text>";
+        lx += 8 + 6.5 * l.label.size();
+    }
+    return s + "</svg>";
+}
+
+// A sparkline of a tensor's rms over the forward calls; the prefill point
+// is drawn as a dot.
+std::string sparkline_svg(const TensorSeries& t, const Recorder& r) {
+    const double W = 64, H = 20;
+    double lo = 1e30, hi = -1e30;
+    for (float v : t.rms) lo = std::min(lo, (double)v), hi = std::max(hi, (double)v);
+    if (hi - lo < 1e-12) hi = lo + 1, lo -= 1;
+    size_t n = std::max<size_t>(2, r.forwards.size());
+    std::string pts, dots;
+    for (size_t i = 0; i < t.rms.size(); i++) {
+        double x = 2 + t.forward[i] * (W - 4) / (n - 1), y = H - 3 - (t.rms[i] - lo) / (hi - lo) * (H - 6);
+        pts += fmt("%.1f,%.1f ", x, y);
+        if (r.forwards[t.forward[i]].prefill) dots += fmt("<circle cx='%.1f' cy='%.1f' r='1.8' class='sp-dot'/>", x, y);
+    }
+    return fmt("<svg class='spark' viewBox='0 0 %.0f %.0f' width='%.0f' height='%.0f'><polyline points='", W, H, W, H) + pts + "'/>" + dots + "</svg>";
+}
+
