@@ -5,15 +5,22 @@
 #include <cstring>
 #include <string>
 #include <vector>
-#include <fstream>
-#include <chrono>
 #include "common.h"
 #include "logging.h"
 #include "model.h"
 #include "net.h"
 #include "kernels_cuda.h"
-#include "tokenizer.h"
 #include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+#include "run.h"
+#include "sampler.h"
+#include "tokenizer.h"
 
 // JSON string literal for any bytes: escapes quotes, backslashes and
 // control characters; other bytes pass through (invalid UTF-8 is the
@@ -272,20 +279,328 @@ int cmd_decode(int argc, char** argv) {
     return 0;
 }
 
+// ===========================================================================
+// Generation and chat on the command line. The loop itself is generate()
+// in generate.cpp; this part turns flags into GenerateParams and prints.
+
+// trained/kjv once a trained model is there, else the random-weight test
+// model that `make models` writes (real Qwen tokenizer, nonsense output).
+std::string default_model_path() {
+    FILE* f = fopen("trained/kjv/model.safetensors", "rb");
+    if (f) {
+        fclose(f);
+        return "trained/kjv";
+    }
+    return "models/tiny";
+}
+
+struct GenOptions {
+    GenerateParams gen;
+    std::string system;
+    bool raw = false, json = false, gen_config = false, help = false;
+    int ctx = 0;  // 0: the model's max positions, at most 4096
+    std::vector<std::string> positional;  // [MODEL] PROMPT
+};
+
+static float parse_float_arg(const char* flag, const char* s, float lo, float hi) {
+    char* end = nullptr;
+    float v = strtof(s, &end);
+    if (!*s || *end || !std::isfinite(v) || v < lo || v > hi)
+        fail("%s: \"%s\" must be a number in [%g, %g]", flag, s, lo, hi);
+    return v;
+}
+
+// The flag table: every flag is one row (names, value name, default, help,
+// what it sets), and --help is printed from the same rows, so a new flag is
+// one line and can not be forgotten in the help.
+struct Flag {
+    const char* names;  // "-t, --temp"
+    const char* value;  // "T"; nullptr for a switch
+    std::string def;    // shown by --help
+    const char* help;
+    std::function<void(const char* value)> set;
+};
+
+static std::string num(double v) {
+    char b[32];
+    snprintf(b, sizeof b, "%g", v);
+    return b;
+}
+
+static std::vector<Flag> generation_flags(GenOptions& o) {
+    static const GenOptions d;  // the defaults, for --help
+    SamplerParams& s = o.gen.sampling;
+    const SamplerParams& ds = d.gen.sampling;
+    return {
+        {"-t, --temp", "T", num(ds.temperature), "temperature; 0 = greedy", [&](const char* v) {
+             s.temperature = parse_float_arg("--temp", v, 0, 1e6f); }},
+        {"-k, --top-k", "K", num(ds.top_k), "keep the K most likely tokens; <= 0 = off", [&](const char* v) {
+             s.top_k = parse_int_arg("--top-k", v, -(1 << 30), 1 << 30); }},
+        {"--top-p", "P", num(ds.top_p), "nucleus: the fewest tokens whose probability reaches P, in (0, 1]", [&](const char* v) {
+             char* end = nullptr;
+             s.top_p = strtof(v, &end);
+             if (!*v || *end || !(s.top_p > 0 && s.top_p <= 1)) fail("--top-p: \"%s\" must be a number in (0, 1]", v); }},
+        {"-s, --seed", "N", num(ds.seed), "random seed (0 to 4294967295)", [&](const char* v) {
+             char* end = nullptr;
+             unsigned long long x = strtoull(v, &end, 10);
+             if (!*v || *end || v[0] == '-' || x > 0xffffffffull) fail("--seed: \"%s\" must be an integer in [0, 4294967295]", v);
+             s.seed = (uint32_t)x; }},
+        {"-n, --n-predict", "N", num(d.gen.n_predict), "most tokens to generate; -1 = until the context is full", [&](const char* v) {
+             int n = parse_int_arg("--n-predict", v, -1, 1 << 30);
+             o.gen.n_predict = n < 0 ? (1 << 30) : n; }},
+        {"--repeat-penalty", "F", num(ds.repeat_penalty), "divide (x if negative) logits of recent tokens; 1 = off", [&](const char* v) {
+             s.repeat_penalty = parse_float_arg("--repeat-penalty", v, 0, 100);
+             if (s.repeat_penalty <= 0) fail("--repeat-penalty: \"%s\" must be greater than 0", v); }},
+        {"--frequency-penalty", "F", num(ds.frequency_penalty), "subtract F per occurrence in the window", [&](const char* v) {
+             s.frequency_penalty = parse_float_arg("--frequency-penalty", v, -100, 100); }},
+        {"--presence-penalty", "F", num(ds.presence_penalty), "subtract F once if in the window", [&](const char* v) {
+             s.presence_penalty = parse_float_arg("--presence-penalty", v, -100, 100); }},
+        {"--repeat-last-n", "N", num(ds.repeat_last_n), "penalty window; 0 = off, -1 = everything", [&](const char* v) {
+             s.repeat_last_n = parse_int_arg("--repeat-last-n", v, -1, 1 << 30); }},
+        {"--stop", "TEXT", "none", "stop when the output reaches TEXT (repeatable)", [&](const char* v) {
+             if (!*v) fail("--stop: the stop string is empty");
+             o.gen.stop_strings.push_back(v); }},
+        {"--system", "TEXT", "the template's", "system message for the chat template", [&](const char* v) { o.system = v; }},
+        {"--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
+        {"--ctx", "N", "min(4096, max positions)", "KV cache length in tokens", [&](const char* v) {
+             o.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
+        {"--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
+             if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
+             else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;
+             else fail("--prefill: \"%s\" is not batched or stepwise", v); }},
+        {"--gen-config", nullptr, "off", "start from the model's generation_config.json (flags still win)", [&](const char*) { o.gen_config = true; }},
+        {"--json", nullptr, "off", "print one JSON object (text, ids, finish reason, timings) instead of the text", [&](const char*) { o.json = true; }},
+        {"-v", nullptr, "off", "debug log: one line per sampled token with its top-5", [&](const char*) { g_log_level = LOG_DEBUG; }},
+        {"-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) {
+             g_log_level = LOG_TRACE;
+             g_watch_tensors = true; }},
+        {"-h, --help", nullptr, "", "this list", [&](const char*) { o.help = true; }},
+    };
+}
+
+static const Flag* find_flag(const std::vector<Flag>& flags, const std::string& arg) {
+    for (const Flag& f : flags) {
+        std::string names = f.names;
+        size_t i = 0;
+        while (i < names.size()) {
+            size_t j = names.find(", ", i);
+            if (j == std::string::npos) j = names.size();
+            if (names.compare(i, j - i, arg) == 0 && j - i == arg.size()) return &f;
+            i = j + 2;
+        }
+    }
+    return nullptr;
+}
+
+static void print_help(const char* usage) {
+    GenOptions o;
+    printf("%s\n\n", usage);
+    for (const Flag& f : generation_flags(o)) {
+        std::string left = std::string(f.names) + (f.value ? std::string(" ") + f.value : "");
+        printf("  %-26s %s%s%s%s\n", left.c_str(), f.help, f.def.empty() ? "" : " (default: ", f.def.c_str(),
+               f.def.empty() ? "" : ")");
+    }
+}
+
+// Words that start with '-' are flags (a lone "-" and everything after "--"
+// are not); the rest are positional.
+static void parse_flags(int argc, char** argv, GenOptions& o) {
+    std::vector<Flag> flags = generation_flags(o);
+    bool only_positional = false;
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        if (only_positional || a.size() < 2 || a[0] != '-') {
+            o.positional.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            only_positional = true;
+            continue;
+        }
+        const Flag* f = find_flag(flags, a);
+        if (!f) fail("unknown flag \"%s\" (./run --help lists them)", a.c_str());
+        if (f->value && i + 1 >= argc) fail("%s needs a value (%s)", a.c_str(), f->value);
+        f->set(f->value ? argv[++i] : nullptr);
+    }
+}
+
+// Hugging Face's generate() starts from the model's generation_config.json;
+// --gen-config does the same. do_sample false means greedy whatever the
+// temperature says.
+static void apply_generation_config(SamplerParams& s, const std::string& dir) {
+    std::string path = dir + "/generation_config.json";
+    std::ifstream f(path);
+    if (!f) fail("--gen-config: %s not found", path.c_str());
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+        fail("%s: %s", path.c_str(), e.what());
+    }
+    if (j.contains("temperature")) s.temperature = j["temperature"].get<float>();
+    if (j.contains("top_p")) s.top_p = j["top_p"].get<float>();
+    if (j.contains("top_k")) s.top_k = j["top_k"].get<int>();
+    if (j.contains("repetition_penalty")) s.repeat_penalty = j["repetition_penalty"].get<float>();
+    if (j.contains("do_sample") && !j["do_sample"].get<bool>()) s.temperature = 0;
+    LOGI(CAT_SAMPLER, "%s: temperature %g, top-k %d, top-p %g, repeat penalty %g", path.c_str(), s.temperature,
+         s.top_k, s.top_p, s.repeat_penalty);
+}
+
+// Parses the flags; with --gen-config, parses them a second time on top of
+// the file's values so that flags given on the command line win.
+static GenOptions parse_generation_args(int argc, char** argv, int max_positional, const char* usage) {
+    GenOptions o;
+    parse_flags(argc, argv, o);
+    if (o.help) {
+        print_help(usage);
+        exit(0);
+    }
+    if ((int)o.positional.size() > max_positional)
+        fail("too many arguments (\"%s\"); quote the prompt, or see ./run --help", o.positional.back().c_str());
+    if (o.gen_config) {
+        std::string model = (int)o.positional.size() == max_positional ? o.positional[0] : default_model_path();
+        GenOptions again;
+        apply_generation_config(again.gen.sampling, model_dir(model));
+        parse_flags(argc, argv, again);
+        o = again;
+    }
+    return o;
+}
+
+struct Session {
+    Model model;
+    Tokenizer tok;
+    Net net;
+};
+
+static void load_session(Session& s, const std::string& path, const GenOptions& o) {
+    if (access(path.c_str(), F_OK) != 0)
+        fail("%s: no such model folder or file%s", path.c_str(),
+             path == "models/tiny" ? " (make models creates it)" : "");
+    kernels_init(KernelSet::Fast, 0);
+    load_model(s.model, path);
+    tokenizer_load(s.tok, s.model.dir);
+    net_init(s.net, s.model, o.ctx ? o.ctx : std::min(4096, s.model.cfg.max_pos));
+}
+
+static void print_summary(const GenerateResult& r) {
+    double prefill_tps = r.prefill_ms > 0 ? r.prompt_ids.size() / (r.prefill_ms / 1000) : 0;
+    double decode_tps = r.decode_ms > 0 ? r.decode_forwards / (r.decode_ms / 1000) : 0;
+    LOGI(CAT_KEY, "prompt %zu tokens, generated %zu tokens (%s) | first token after %.1f ms | prefill %.1f tok/s | decode %.1f tok/s",
+         r.prompt_ids.size(), r.ids.size(), finish_name(r.finish), r.ttft_ms, prefill_tps, decode_tps);
+}
+
+static std::string json_ids(const std::vector<int>& ids) {
+    std::string s = "[";
+    for (size_t i = 0; i < ids.size(); i++) s += (i ? ", " : "") + std::to_string(ids[i]);
+    return s + "]";
+}
+
+static void print_json(const GenerateResult& r) {
+    double prefill_tps = r.prefill_ms > 0 ? r.prompt_ids.size() / (r.prefill_ms / 1000) : 0;
+    double decode_tps = r.decode_ms > 0 ? r.decode_forwards / (r.decode_ms / 1000) : 0;
+    printf("{\"text\": %s, \"prompt_ids\": %s, \"ids\": %s, \"finish_reason\": \"%s\", "
+           "\"prompt_tokens\": %zu, \"generated_tokens\": %zu, \"timings\": {\"ttft_ms\": %.3f, "
+           "\"prefill_ms\": %.3f, \"prefill_tok_s\": %.2f, \"decode_ms\": %.3f, \"decode_tok_s\": %.2f}}\n",
+           json_string(r.text).c_str(), json_ids(r.prompt_ids).c_str(), json_ids(r.ids).c_str(),
+           finish_name(r.finish), r.prompt_ids.size(), r.ids.size(), r.ttft_ms, r.prefill_ms, prefill_tps,
+           r.decode_ms, decode_tps);
+}
+
 // ---------------------------------------------------------------------------
 // ./run [MODEL] "prompt" [flags]: generation (prefill + decode)
 int cmd_generate(int argc, char** argv) {
-    fail("generation: not implemented yet");
+    GenOptions o = parse_generation_args(argc, argv, 2, "usage: ./run [MODEL] \"prompt\" [flags]");
+    if (o.positional.empty()) fail("no prompt given (usage: ./run [MODEL] \"prompt\" [flags]; ./run --help)");
+    if (o.raw && !o.system.empty()) fail("--system needs the chat template; it does nothing with --raw");
+    std::string path = o.positional.size() == 2 ? o.positional[0] : default_model_path();
+    const std::string& prompt = o.positional.back();
+
+    Session s;
+    load_session(s, path, o);
+    std::string text = prompt;
+    if (!o.raw) {
+        std::vector<ChatMessage> msgs;
+        if (!o.system.empty()) msgs.push_back({"system", o.system});
+        msgs.push_back({"user", prompt});
+        text = apply_chat_template(msgs, true);
+    }
+    std::vector<int> ids = tokenizer_encode(s.tok, text);
+
+    Sampler sampler;
+    sampler_init(sampler, o.gen.sampling);
+    GenerateHooks hooks;
+    if (!o.json) hooks.on_text = [](const std::string& piece) {
+        fwrite(piece.data(), 1, piece.size(), stdout);
+        fflush(stdout);
+        return true;
+    };
+    GenerateResult r = generate(s.net, s.tok, sampler, ids, 0, o.gen, hooks);
+    if (o.json) print_json(r);
+    else if (isatty(1)) printf("\n");  // a terminal's prompt should not start mid-line
+    print_summary(r);
+    return 0;
 }
 
-// ./run chat [MODEL]: a multi-turn REPL that keeps the KV cache
+// ---------------------------------------------------------------------------
+// ./run chat [MODEL] [flags]: a multi-turn REPL that keeps the KV cache.
+// Lines come from stdin (a terminal or a pipe); replies go to stdout, one
+// per turn followed by a newline; everything else goes to stderr.
 int cmd_chat(int argc, char** argv) {
-    fail("chat: not implemented yet");
+    GenOptions o = parse_generation_args(argc, argv, 1, "usage: ./run chat [MODEL] [flags]   (then type; /reset, /quit)");
+    if (o.raw) fail("chat always uses the chat template; --raw does not apply");
+    if (!o.gen.stop_strings.empty()) fail("chat stops at the end of each reply; --stop does not apply");
+    std::string path = o.positional.empty() ? default_model_path() : o.positional[0];
+    Session s;
+    load_session(s, path, o);
+    Sampler sampler;
+    sampler_init(sampler, o.gen.sampling);
+    ChatSession chat;
+    chat_reset(chat, s.net, o.system);
+
+    bool tty = isatty(0);
+    fprintf(stderr, "chat with %s (%d positions of context). /reset starts over, /quit leaves.\n",
+            s.model.dir.c_str(), s.net.kv.n_ctx);
+    GenerateHooks hooks;
+    hooks.on_text = [](const std::string& piece) {
+        fwrite(piece.data(), 1, piece.size(), stdout);
+        fflush(stdout);
+        return true;
+    };
+    std::string line;
+    for (;;) {
+        if (tty) fprintf(stderr, "> ");
+        if (!std::getline(std::cin, line)) break;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        if (line == "/quit" || line == "/exit") break;
+        if (line == "/reset") {
+            chat_reset(chat, s.net, o.system);
+            sampler_init(sampler, o.gen.sampling);
+            fprintf(stderr, "(conversation reset)\n");
+            continue;
+        }
+        GenerateResult r = chat_turn(chat, s.net, s.tok, sampler, line, o.gen, hooks);
+        if (r.prompt_ids.empty() && r.finish == Finish::Context) {
+            fprintf(stderr, "context full: %d of %d positions used. Type /reset to start a new conversation.\n",
+                    s.net.n_past, s.net.kv.n_ctx);
+            continue;
+        }
+        printf("\n");
+        fflush(stdout);
+        print_summary(r);
+        if (r.finish == Finish::Context)
+            fprintf(stderr, "context full: the reply was cut at %d positions. Type /reset to start over.\n",
+                    s.net.kv.n_ctx);
+    }
+    return 0;
 }
 
 #ifndef LANTERN_NO_MAIN
+int cmd_bench(int, char**);  // bench.cpp
 int main(int argc, char** argv) {
     try {
+        if (argc >= 2 && !strcmp(argv[1], "bench")) return cmd_bench(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "encode")) return cmd_encode(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "decode")) return cmd_decode(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);

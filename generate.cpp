@@ -1,0 +1,277 @@
+// generate.cpp — the generation loop: prefill the prompt, then sample,
+// print and feed back one token at a time until a stop rule fires.
+//
+//   prompt ids ──prefill──▶ KV cache filled, logits of the last prompt token
+//                 │
+//                 ▼
+//        ┌──▶ sample ──▶ stop token? ──▶ append bytes ──▶ stop string? ──▶ print
+//        │                                                                  │
+//        └──────────── forward(the new token, at position n_past) ◀─────────┘
+#include <algorithm>
+#include <chrono>
+#include "logging.h"
+#include "run.h"
+
+const char* finish_name(Finish f) {
+    switch (f) {
+        case Finish::Stop: return "stop";
+        case Finish::StopString: return "stop_string";
+        case Finish::Length: return "length";
+        case Finish::Context: return "context";
+        case Finish::Aborted: return "abort";
+    }
+    return "?";
+}
+
+// The stop tokens are found by their text, never by number: Qwen's
+// <|im_end|> is 151645, but a model trained here with its own 4,096-token
+// vocabulary puts the same ChatML specials somewhere else.
+std::vector<int> stop_token_ids(const Tokenizer& tok, const Config& cfg) {
+    std::vector<int> ids;
+    auto add = [&](int id) {
+        if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    };
+    add(token_id(tok, "<|im_end|>"));
+    add(token_id(tok, "<|endoftext|>"));
+    for (int id : cfg.eos_ids) add(id);
+    return ids;
+}
+
+// ---------------------------------------------------------------------------
+// Prefill.
+//
+// Every prompt token is known in advance, so nothing needs sampling until
+// the last one: the point of prefill is to leave each token's keys and values
+// in the cache. Batched, T tokens go through each weight matrix together
+// (one read of the weights for T tokens), in chunks that bound the T x
+// positions attention scratch. Stepwise is the book's teacher-forcing loop:
+// one forward per token, its logits thrown away, the next prompt token used
+// instead of a sample. Both leave the same cache and the same last logits
+// (up to float rounding: batched matmuls add in a different order).
+float* prefill(Net& net, const int* tokens, int n, int pos, bool stepwise) {
+    const float* logits = nullptr;
+    int step = stepwise ? 1 : PREFILL_CHUNK;
+    for (int i = 0; i < n; i += step) {
+        int T = std::min(step, n - i);
+        logits = forward(net, tokens + i, T, pos + i, false);
+    }
+    // The sampler edits logits in place. The buffer is the Net's own and is
+    // rewritten by the next forward, so nobody else reads it afterwards.
+    return const_cast<float*>(logits);
+}
+
+// ---------------------------------------------------------------------------
+// Stop strings and streaming.
+//
+// Matching runs on bytes, not on characters or tokens: "world" may arrive as
+// "wo" + "rld", and one Chinese character may be split across two tokens.
+// A match can only complete inside the bytes the newest token added, but it
+// may start earlier and need not end at the last byte (the token "abc"
+// completes the stop string "ab"), so the search starts |s| - 1 bytes before
+// the new bytes. Among several matches the earliest start wins: it cuts the
+// most text.
+size_t find_stop_string(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+    size_t best = std::string::npos;
+    for (const std::string& s : stops) {
+        if (s.empty()) continue;
+        size_t start = from >= s.size() - 1 ? from - (s.size() - 1) : 0;
+        size_t at = text.find(s, start);
+        if (at < best) best = at;
+    }
+    return best;
+}
+
+// Printing the tail "wor" while the stop string is "world" would show text
+// that may have to be taken back. So the longest tail that is a beginning of
+// some stop string waits until the next token settles it. Because of that,
+// nothing of a stop string ever reaches the output, and bytes once printed
+// never need un-printing.
+size_t stop_string_holdback(const std::string& text, const std::vector<std::string>& stops) {
+    size_t hold = 0;
+    for (const std::string& s : stops) {
+        for (size_t k = std::min(s.size() - (s.empty() ? 0 : 1), text.size()); k > hold; k--) {
+            if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+                hold = k;
+                break;
+            }
+        }
+    }
+    return hold;
+}
+
+// A UTF-8 character is 1-4 bytes; its first byte says how many. A tail
+// that starts a character but lacks some of its bytes waits for the next
+// token. (Bytes that can never form a character are printed, as U+FFFD.)
+size_t utf8_incomplete_tail(const std::string& text) {
+    size_t n = text.size();
+    for (size_t i = 1; i <= std::min<size_t>(3, n); i++) {
+        unsigned char c = (unsigned char)text[n - i];
+        if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking back
+        if (c < 0xC0 || c >= 0xF8) return 0;  // ASCII or a byte no character starts with
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        return need > i ? i : 0;
+    }
+    return 0;
+}
+
+// A token's bytes made printable for a log line: quotes, escapes for control
+// characters, U+FFFD for a piece of a character.
+static std::string printable(const std::string& bytes) {
+    std::string s = utf8_sanitize(bytes), r = "\"";
+    for (unsigned char c : s) {
+        if (c == '\n') r += "\\n";
+        else if (c == '\t') r += "\\t";
+        else if (c == '"' || c == '\\') { r += '\\'; r += (char)c; }
+        else if (c < 0x20) { char b[8]; snprintf(b, sizeof b, "\\x%02x", c); r += b; }
+        else r += (char)c;
+    }
+    return r + "\"";
+}
+
+static void log_sampled(const Tokenizer& tok, int pos, const SampleInfo& info) {
+    char top[512];
+    int len = 0;
+    for (int i = 0; i < info.n_top && len < (int)sizeof top; i++)
+        len += snprintf(top + len, sizeof top - len, "%s%d %s %.3f", i ? ", " : "", info.top[i].id,
+                        printable(token_bytes(tok, info.top[i].id)).c_str(), info.top[i].prob);
+    LOGD(CAT_SAMPLER, "pos %d: token %d %s p=%.3f (draw %.3f) | top-5: %s", pos, info.token,
+         printable(token_bytes(tok, info.token)).c_str(), info.prob, info.draw_prob, top);
+}
+
+static double ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// ---------------------------------------------------------------------------
+// The loop.
+GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const std::vector<int>& prompt, int pos,
+                        const GenerateParams& params, const GenerateHooks& hooks) {
+    const Config& cfg = net.model->cfg;
+    int n = (int)prompt.size();
+    if (n == 0) fail("the prompt has no tokens");
+    if (pos + n > net.kv.n_ctx)
+        fail("the prompt needs %d positions but the context holds %d (raise --ctx)", pos + n, net.kv.n_ctx);
+
+    GenerateResult res;
+    res.prompt_ids = prompt;
+    std::vector<int> stops = stop_token_ids(tok, cfg);
+    // The penalty window starts with the prompt's tail, so the first
+    // generated token is already discouraged from repeating the prompt.
+    for (int t : prompt) sampler_accept(sampler, t);
+    // Top-5 and probabilities cost a pass over the vocabulary; only when
+    // someone reads them.
+    bool want_info = hooks.on_token || g_log_level >= LOG_DEBUG;
+
+    auto start = std::chrono::steady_clock::now();
+    LOGI_L(CAT_KEY, 0, "═══ Phase 1: Prefill (processing %d prompt tokens) ═══", n);
+    float* logits = prefill(net, prompt.data(), n, pos, params.prefill_stepwise);
+    res.prefill_ms = ms_since(start);
+    LOGI_L(CAT_KEY, 0, "═══ Phase 2: Decode (autoregressive generation) ═══");
+
+    std::string bytes;   // everything generated, raw
+    size_t printed = 0;  // how much of it went out through on_text
+    auto emit_until = [&](size_t end) {
+        if (end <= printed) return true;
+        std::string piece = utf8_sanitize(bytes.substr(printed, end - printed));
+        printed = end;
+        res.text += piece;
+        return hooks.on_text ? hooks.on_text(piece) : true;
+    };
+
+    SampleInfo info;
+    auto first = start;
+    res.finish = Finish::Length;
+    while ((int)res.ids.size() < params.n_predict) {
+        int t = sample(sampler, logits, cfg.vocab, want_info ? &info : nullptr);
+        if (res.ids.empty()) {
+            first = std::chrono::steady_clock::now();
+            res.ttft_ms = ms_since(start);
+        }
+        if (want_info) {
+            log_sampled(tok, net.n_past, info);
+            if (hooks.on_token) hooks.on_token(t, info);
+        }
+        if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
+            res.finish = Finish::Stop;  // the stop token itself is neither kept nor printed
+            break;
+        }
+        res.ids.push_back(t);
+        sampler_accept(sampler, t);
+
+        size_t before = bytes.size();
+        bytes += token_bytes(tok, t);
+        size_t cut = find_stop_string(bytes, before, params.stop_strings);
+        if (cut != std::string::npos) {
+            bytes.resize(std::max(cut, printed));
+            res.finish = Finish::StopString;
+            break;
+        }
+        size_t hold = std::max(stop_string_holdback(bytes, params.stop_strings), utf8_incomplete_tail(bytes));
+        if (!emit_until(bytes.size() - hold)) {
+            res.finish = Finish::Aborted;
+            break;
+        }
+        if ((int)res.ids.size() >= params.n_predict) break;  // no forward for a token nobody will read
+        if (net.n_past >= net.kv.n_ctx) {
+            res.finish = Finish::Context;
+            LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (raise --ctx)", net.kv.n_ctx);
+            break;
+        }
+        // Decode: the new token goes in at the next position and its keys and
+        // values join the cache; everything before it is read, not recomputed.
+        logits = const_cast<float*>(forward(net, &t, 1, net.n_past, false));
+        res.decode_forwards++;
+    }
+    emit_until(bytes.size());  // what was held back, now final
+    if (!res.ids.empty() || res.finish == Finish::Stop) res.decode_ms = ms_since(first);
+    return res;
+}
+
+// ---------------------------------------------------------------------------
+// Chat: the cache carries the conversation from turn to turn.
+
+void chat_reset(ChatSession& chat, Net& net, const std::string& system) {
+    chat.messages.clear();
+    if (!system.empty()) chat.messages.push_back({"system", system});
+    chat.rendered.clear();
+    chat.pending.clear();
+    net_reset(net);
+}
+
+// Why compare rendered text instead of re-encoding the whole conversation?
+// The reply is in the cache as the tokens the model sampled; encoding its
+// text again could split it differently (BPE has several ways to spell most
+// strings) and every mismatch would force recomputing from that point. The
+// template only appends when a message is added, so the new text is what
+// follows the old rendering; if it ever does not (a template that rewrites
+// earlier turns), the cache is dropped and the whole conversation prefilled.
+GenerateResult chat_turn(ChatSession& chat, Net& net, const Tokenizer& tok, Sampler& sampler,
+                         const std::string& user, const GenerateParams& params, const GenerateHooks& hooks) {
+    chat.messages.push_back({"user", user});
+    std::string full = apply_chat_template(chat.messages, true);
+    std::vector<int> prompt;
+    bool extends = !chat.rendered.empty() && full.compare(0, chat.rendered.size(), chat.rendered) == 0;
+    if (extends) {
+        prompt = chat.pending;
+        std::vector<int> fresh = tokenizer_encode(tok, full.substr(chat.rendered.size()));
+        prompt.insert(prompt.end(), fresh.begin(), fresh.end());
+    } else {
+        if (!chat.rendered.empty()) LOGW(CAT_KEY, "chat: the template changed earlier turns; prefilling everything");
+        net_reset(net);
+        prompt = tokenizer_encode(tok, full);
+    }
+    // Room for the new tokens and at least one reply token.
+    if (net.n_past + (int)prompt.size() >= net.kv.n_ctx) {
+        chat.messages.pop_back();
+        GenerateResult r;
+        r.finish = Finish::Context;
+        return r;
+    }
+    GenerateResult r = generate(net, tok, sampler, prompt, net.n_past, params, hooks);
+    chat.messages.push_back({"assistant", r.text});
+    chat.rendered = full + r.text;
+    // The cache holds the prompt and every generated token that was fed back;
+    // the last one usually was not (generation stopped right after sampling it).
+    chat.pending.assign(r.ids.begin() + r.decode_forwards, r.ids.end());
+    return r;
+}
