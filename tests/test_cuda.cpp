@@ -297,9 +297,9 @@ TEST_CASE("cuda: embedding, KV store, SwiGLU and residual add equal the CPU") {
     }
     SUBCASE("SwiGLU and add") {
         size_t n = 1001;
-        std::vector<float> g = rng.vec(n), u = rng.vec(n), want = g;
+        std::vector<float> g = rng.vec(n), u = rng.vec(n);
         for (float& x : g) x *= 8;  // reach into silu's tails
-        want = g;
+        std::vector<float> want = g;
         swiglu(want.data(), u.data(), (int)n);
         DevVec<float> dg(g), du(u);
         cuda_swiglu(dg.p, du.p, n, 0);
