@@ -20,15 +20,16 @@ cuda_vars=(BUILD=build/cuda LANTERN_CUDA=1 NVCC="$NVCC" CUDA_HOME="$CUDA_HOME")
 # A Makefile variable's value, so this script repeats no flags or file lists.
 var() { make -s --no-print-directory --eval='print-%: ; @echo $($*)' "$@"; }
 
-make --no-print-directory build/unit_tests  # the CPU objects linked below
-make --no-print-directory "${cuda_vars[@]}" build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o
-
-objs=(build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
+cuda_objs=(build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
+cpu_objs=()
 for o in $(var print-ENGINE_OBJS) build/run_lib.o $(var print-TEST_OBJS); do
-    case "$o" in build/net_cuda.o | build/tests/test_cuda.o) ;; *) objs+=("$o") ;; esac
+    case "$o" in build/net_cuda.o | build/tests/test_cuda.o) ;; *) cpu_objs+=("$o") ;; esac
 done
+make --no-print-directory "${cpu_objs[@]}"
+make --no-print-directory "${cuda_vars[@]}" "${cuda_objs[@]}"
 # shellcheck disable=SC2046  # the flags are meant to split into words
-$(var print-CXX) $(var print-CXXFLAGS) -o build/cuda/check_tests "${objs[@]}" $(var "${cuda_vars[@]}" print-LDLIBS)
+$(var print-CXX) $(var print-CXXFLAGS) -o build/cuda/check_tests "${cuda_objs[@]}" "${cpu_objs[@]}" \
+    $(var "${cuda_vars[@]}" print-LDLIBS)
 echo "linked build/cuda/check_tests with $("$NVCC" --version | tail -1)"
 
 build/cuda/check_tests --no-version -tc='cuda:*'
