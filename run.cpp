@@ -369,6 +369,7 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
         {"--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
         {"--ctx", "N", "min(4096, max positions)", "KV cache length in tokens", [&](const char* v) {
              o.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
+        {"--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
         {"--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
              if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
              else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;
