@@ -11,7 +11,8 @@ Conventions an author writes in (see book/01-how-to-read.md):
 
   ```text output-of: CMD        the block must equal CMD's stdout exactly (trailing
   ...                           whitespace trimmed per line, trailing blank lines ignored).
-  ```                           CMD must exit 0 too. Mark only deterministic output.
+  ```                           CMD must exit 0 too (its last command: no pipefail here, so
+                                `./run bad 2>&1 | grep error` works). Mark only deterministic output.
 
 Static checks (no command runs for these):
   * code references  `file.cpp:function`, `file.h:symbol`, `tools/x.py:function`: the file
@@ -408,10 +409,10 @@ def check_links(text, chapter, rep, where, known_chapters):
             rep.error(where, "link to %s: no such file (%s)" % (target, os.path.relpath(full, ROOT)))
 
 
-def run_shell(cmd, timeout, env):
+def run_shell(cmd, timeout, env, pipefail=True):
     t0 = time.time()
     try:
-        r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd] if pipefail else ["bash", "-c", cmd], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, b"", b"", time.time() - t0
@@ -464,7 +465,9 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
             if skip:
                 rep.warn(where, skip)
                 continue
-            rc, out, err, dt = run_shell(cmd, args.timeout, env)
+            # No pipefail here: `./run ... 2>&1 | grep error` shows an error message on purpose;
+            # a wrong output is caught by the comparison anyway.
+            rc, out, err, dt = run_shell(cmd, args.timeout, env, pipefail=False)
             stats["outputs"] += 1
             if rc is None:
                 rep.error(where, "output-of block: `%s` did not finish within %d s" % (cmd, args.timeout))
