@@ -1,0 +1,659 @@
+// server.cpp — ./run serve: the model behind an OpenAI-compatible HTTP API.
+//
+//   client ──HTTP──▶ handler thread (one per connection, from a pool)
+//                      JSON → chat template → token ids → checks
+//                      │  a Job joins the queue (full: 503)
+//                      ▼
+//                    model thread: one Job at a time, oldest first
+//                      fresh KV cache and sampler → generate() → pieces of text
+//                      │
+//                      ▼
+//                    handler thread: one JSON answer, or a server-sent event
+//                      ("data: {...}") per piece, then "data: [DONE]"
+//
+// Why one model thread and one queue: the model has one KV cache and one set
+// of scratch buffers, and the matrix products already use every core. Two
+// generations at once would need a second cache and would each run at about
+// half speed; running them together in one batch is a different engine.
+// Serving in arrival order also keeps answers reproducible: a request's text
+// depends on its own settings and seed, never on who else is waiting.
+//
+// The HTTP parsing, keep-alive and chunked transfer are cpp-httplib's
+// (Debian's libcpp-httplib-dev). See book/12-serving.md.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdarg>
+#include <ctime>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include "kernels_cuda.h"
+#include "logging.h"
+#include "run.h"
+#include "trace_report.h"
+
+using json = nlohmann::ordered_json;  // keys stay in the order written, as in the API docs
+std::string default_model_path();  // run.cpp
+
+static const char* SERVE_USAGE =
+    "usage: ./run serve [MODEL] [flags]\n\n"
+    "  --host ADDR        address to listen on (default: 127.0.0.1, this machine only)\n"
+    "  --port N           TCP port; 0 picks a free one (default: 8080)\n"
+    "  --queue N          requests that may wait while one runs; more get 503 (default: 16)\n"
+    "  --ctx N            KV cache length in tokens (default: min(4096, max positions))\n"
+    "  --threads N        CPU threads for the matrix products (default: all cores)\n"
+    "  --kernels SET      fast, scalar or plain (default: fast)\n"
+    "  --quant q8_0       quantize the weights to 8 bits at load\n"
+    "  --device NAME      cpu, or cuda (needs `make cuda`)\n"
+    "  --report [F.html]  the last request's HTML report (default file: trace_report.html)\n"
+    "  --trace-json FILE  the last request's Chrome trace\n"
+    "  -v, -vv            debug / trace log\n\n"
+    "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health";
+
+struct ServeOptions {
+    std::string model, host = "127.0.0.1";
+    int port = 8080, queue_limit = 16, ctx = 0, threads = 0;
+    KernelSet kernels = KernelSet::Fast;
+    bool quant_q8_0 = false;
+    TraceOptions trace;
+};
+const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
+const int DEFAULT_MAX_TOKENS = 256;     // like the command line's -n
+
+static std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static std::string format(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+// Invalid UTF-8 can reach a JSON string only through an error message that
+// quotes the client's bytes; `replace` turns it into U+FFFD instead of
+// throwing.
+static std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// ---------------------------------------------------------------------------
+// Errors, the OpenAI way: a 4xx or 5xx status and
+//   {"error": {"message": "...", "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}}
+// Parsing a request throws ApiError; the handler turns it into the answer.
+struct ApiError {
+    int status;
+    std::string message, param, code;
+};
+
+[[noreturn]] static void bad_request(const std::string& param, const std::string& code, const std::string& message) {
+    throw ApiError{400, message, param, code};
+}
+
+static void send_error(httplib::Response& res, const ApiError& e) {
+    json err = {{"message", e.message},
+                {"type", e.status >= 500 ? "server_error" : "invalid_request_error"},
+                {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+                {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
+    res.status = e.status;
+    res.set_content(dump(json{{"error", err}}), "application/json");
+}
+
+// ---------------------------------------------------------------------------
+// A request, parsed and tokenized, and what the model thread sends back.
+//
+// The handler thread fills the first part and never touches the model. The
+// model thread appends text to `unsent` as generate() makes it final and
+// sets `done` at the end; both sides hold `mu`, and `cv` wakes the handler.
+// `cancelled` goes the other way: the handler sets it when the client is
+// gone, and the model thread stops at its next piece of text.
+struct Job {
+    int id = 0;
+    bool chat = true;                 // /v1/chat/completions or /v1/completions
+    bool stream = false, include_usage = false;
+    long created = 0;                 // Unix time, for the "created" fields
+    std::string prompt_text;          // after the chat template
+    std::vector<int> prompt;          // its token ids
+    GenerateParams gen;
+
+    std::mutex mu;
+    std::condition_variable cv;
+    std::string unsent;  // text made but not yet sent
+    bool done = false;
+    GenerateResult result;
+    std::string error;   // generation failed (not the client's fault)
+    std::atomic<bool> cancelled{false};
+};
+
+// The model and the queue in front of it.
+struct Engine {
+    ServeOptions opt;
+    Model model;
+    Tokenizer tok;
+    Net net;
+    std::string model_id;  // what /v1/models lists and answers carry
+    int n_ctx = 0;         // net.kv.n_ctx, fixed at start: handlers read this one
+    long started = 0;
+
+    std::mutex mu;  // guards the three below
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<Job>> waiting;
+    bool stopping = false;
+    std::atomic<int> next_id{0};
+};
+
+// ---------------------------------------------------------------------------
+// Reading the request body. Each field is checked for type and range; a
+// field that is absent or null takes its default.
+static bool present(const json& b, const char* k) { return b.contains(k) && !b[k].is_null(); }
+
+static double number_field(const json& b, const char* k, double def, double lo, double hi, bool lo_open = false) {
+    if (!present(b, k)) return def;
+    if (!b[k].is_number()) bad_request(k, "invalid_type", format("'%s' must be a number", k));
+    double v = b[k].get<double>();
+    if (v < lo || v > hi || (lo_open && v == lo))
+        bad_request(k, "invalid_value", format("'%s' must be in %s%g, %g], not %g", k, lo_open ? "(" : "[", lo, hi, v));
+    return v;
+}
+
+static long long int_field(const json& b, const char* k, long long def, long long lo, long long hi) {
+    if (!present(b, k)) return def;
+    const json& v = b[k];
+    if (!v.is_number_integer()) bad_request(k, "invalid_type", format("'%s' must be an integer", k));
+    // Non-negative numbers come as unsigned: the first test keeps one past
+    // LLONG_MAX from wrapping around in get<long long>().
+    bool in_range = !(v.is_number_unsigned() && v.get<unsigned long long>() > (unsigned long long)hi) &&
+                    v.get<long long>() >= lo && v.get<long long>() <= hi;
+    if (!in_range) bad_request(k, "invalid_value", format("'%s' must be an integer in [%lld, %lld]", k, lo, hi));
+    return v.get<long long>();
+}
+
+// A message's content: a string, or the newer list of parts, of which only
+// {"type": "text", "text": "..."} parts mean anything to a text model.
+static std::string message_content(const json& m, size_t i) {
+    std::string param = format("messages[%zu].content", i);
+    if (!m.contains("content") || !(m["content"].is_string() || m["content"].is_array()))
+        bad_request(param, "invalid_type", "'" + param + "' must be a string or a list of text parts");
+    if (m["content"].is_string()) return m["content"].get<std::string>();
+    std::string text;
+    for (const json& part : m["content"]) {
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+            bad_request(param, "invalid_type", "'" + param + "' parts must be {\"type\": \"text\", \"text\": \"...\"}");
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+// /v1/chat/completions: the messages through the same chat template as
+// `./run "prompt"` (Qwen's default system message when none is given).
+static std::string chat_prompt(const json& b) {
+    if (!present(b, "messages")) bad_request("messages", "missing_required_parameter", "'messages' is required");
+    const json& ms = b["messages"];
+    if (!ms.is_array()) bad_request("messages", "invalid_type", "'messages' must be a list of messages");
+    if (ms.empty()) bad_request("messages", "empty_array", "'messages' must hold at least one message");
+    std::vector<ChatMessage> msgs;
+    for (size_t i = 0; i < ms.size(); i++) {
+        std::string param = format("messages[%zu]", i);
+        if (!ms[i].is_object()) bad_request(param, "invalid_type", "'" + param + "' must be an object");
+        if (!ms[i].contains("role") || !ms[i]["role"].is_string())
+            bad_request(param + ".role", "invalid_type", "'" + param + ".role' must be a string");
+        std::string role = ms[i]["role"].get<std::string>();
+        if (role != "system" && role != "user" && role != "assistant")
+            bad_request(param + ".role", "invalid_value",
+                        "'" + param + ".role' is \"" + role + "\"; it must be system, user or assistant");
+        msgs.push_back({role, message_content(ms[i], i)});
+    }
+    return apply_chat_template(msgs, true);
+}
+
+// /v1/completions: the prompt goes to the model as written (like --raw).
+static std::string completion_prompt(const json& b) {
+    if (!present(b, "prompt")) bad_request("prompt", "missing_required_parameter", "'prompt' is required");
+    const json& p = b["prompt"];
+    if (p.is_array() && p.size() == 1 && p[0].is_string()) return p[0].get<std::string>();
+    if (!p.is_string()) bad_request("prompt", "invalid_type", "'prompt' must be a string");
+    return p.get<std::string>();
+}
+
+// The sampling fields map one to one onto the command line's flags, so the
+// same settings and seed give the same text. Defaults are the OpenAI API's:
+// temperature 1, top_p 1, no top-k, a fresh random seed per request.
+static void read_generation_fields(const json& b, Job& job) {
+    SamplerParams& s = job.gen.sampling;
+    s.temperature = (float)number_field(b, "temperature", 1.0, 0, 2);
+    s.top_p = (float)number_field(b, "top_p", 1.0, 0, 1, true);
+    s.top_k = (int)int_field(b, "top_k", 0, 0, 1 << 30);  // not OpenAI's; llama.cpp's and the CLI's
+    s.frequency_penalty = (float)number_field(b, "frequency_penalty", 0, -2, 2);
+    s.presence_penalty = (float)number_field(b, "presence_penalty", 0, -2, 2);
+    s.seed = present(b, "seed") ? (uint32_t)int_field(b, "seed", 0, 0, 4294967295LL) : std::random_device()();
+    const char* max_name = present(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    job.gen.n_predict = (int)int_field(b, max_name, DEFAULT_MAX_TOKENS, 1, 1 << 30);
+    if (present(b, "n") && int_field(b, "n", 1, 1, 1 << 30) != 1)
+        bad_request("n", "invalid_value", "'n' must be 1: one answer per request");
+    if (present(b, "stop")) {
+        const json& st = b["stop"];
+        std::vector<json> list = st.is_array() ? std::vector<json>(st.begin(), st.end()) : std::vector<json>{st};
+        if (list.size() > 4) bad_request("stop", "invalid_value", "'stop' holds at most 4 strings");
+        for (const json& x : list) {
+            if (!x.is_string() || x.get<std::string>().empty())
+                bad_request("stop", "invalid_type", "'stop' must be a non-empty string or a list of them");
+            job.gen.stop_strings.push_back(x.get<std::string>());
+        }
+    }
+    if (present(b, "stream") && !b["stream"].is_boolean()) bad_request("stream", "invalid_type", "'stream' must be true or false");
+    job.stream = present(b, "stream") && b["stream"].get<bool>();
+    if (present(b, "stream_options")) {
+        const json& so = b["stream_options"];
+        if (!so.is_object() || (present(so, "include_usage") && !so["include_usage"].is_boolean()))
+            bad_request("stream_options", "invalid_type", "'stream_options' must be {\"include_usage\": true|false}");
+        job.include_usage = present(so, "include_usage") && so["include_usage"].get<bool>();
+    }
+}
+
+// Everything that can be wrong with a request is found here, before it
+// waits in the queue and before a stream's "200 OK" goes out.
+static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& body, bool chat) {
+    json b;
+    try {
+        b = json::parse(body);
+    } catch (const json::exception& ex) {
+        bad_request("", "invalid_json", std::string("the body is not valid JSON: ") + ex.what());
+    }
+    if (!b.is_object()) bad_request("", "invalid_json", "the body must be a JSON object");
+    auto job = std::make_shared<Job>();
+    job->chat = chat;
+    try {
+        job->prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
+        read_generation_fields(b, *job);
+    } catch (const json::exception& ex) {  // a type the checks above missed
+        bad_request("", "invalid_type", ex.what());
+    }
+    const char* where = chat ? "messages" : "prompt";
+    try {
+        job->prompt = tokenizer_encode(e.tok, job->prompt_text);
+    } catch (const LanternError& ex) {
+        bad_request(where, "invalid_value", ex.what());
+    }
+    if (job->prompt.empty()) bad_request(where, "invalid_value", "the prompt is empty");
+    if ((int)job->prompt.size() >= e.n_ctx)
+        bad_request(where, "context_length_exceeded",
+                    format("the prompt is %zu tokens; the context holds %d (start the server with a larger --ctx)",
+                           job->prompt.size(), e.n_ctx));
+    return job;
+}
+
+// ---------------------------------------------------------------------------
+// The queue and the model thread.
+
+// Returns false when the queue is full (or the server is stopping).
+static bool submit(Engine& e, const std::shared_ptr<Job>& job) {
+    std::lock_guard<std::mutex> lk(e.mu);
+    if (e.stopping || (int)e.waiting.size() >= e.opt.queue_limit) return false;
+    e.waiting.push_back(job);
+    e.cv.notify_all();
+    return true;
+}
+
+static void finish_job(Job& job, GenerateResult r, const std::string& error) {
+    std::lock_guard<std::mutex> lk(job.mu);
+    job.result = std::move(r);
+    job.error = error;
+    job.done = true;
+    job.cv.notify_all();
+}
+
+// One request, exactly as `./run` would run it: an empty cache, a sampler
+// seeded afresh, generate(). The report and trace, when asked for, cover
+// this request alone (each request overwrites the last one's files).
+static void run_job(Engine& e, Job& job) {
+    GenerateResult r;
+    if (job.cancelled) {  // the client left while it waited
+        r.finish = Finish::Aborted;
+        LOGI(CAT_SERVER, "request %d: the client went away while it waited", job.id);
+        return finish_job(job, r, "");
+    }
+    net_reset(e.net);
+    Sampler sampler;
+    sampler_init(sampler, job.gen.sampling);
+    LOGD(CAT_SERVER, "request %d: %zu prompt tokens, seed %u", job.id, job.prompt.size(), job.gen.sampling.seed);
+    bool tracing = trace_start(e.opt.trace, format("%s (request %d)", job.chat ? "POST /v1/chat/completions" : "POST /v1/completions", job.id));
+    if (tracing) {
+        trace_set_model(e.model, e.tok);
+        trace_set_prompt(job.prompt_text, job.gen.sampling);
+    }
+    GenerateHooks hooks;
+    hooks.on_text = [&job](const std::string& piece) {
+        std::lock_guard<std::mutex> lk(job.mu);
+        job.unsent += piece;
+        job.cv.notify_all();
+        return !job.cancelled;
+    };
+    if (tracing) hooks.on_token = trace_token;
+    std::string error;
+    try {
+        r = generate(e.net, e.tok, sampler, job.prompt, 0, job.gen, hooks);
+    } catch (const std::exception& ex) {
+        error = ex.what();
+        LOGE(CAT_SERVER, "request %d: %s", job.id, ex.what());
+    }
+    if (tracing) {
+        try {
+            trace_finish(r.text, finish_name(r.finish));
+        } catch (const LanternError& ex) {
+            LOGW(CAT_SERVER, "%s", ex.what());
+        }
+    }
+    if (r.finish == Finish::Aborted)
+        LOGI(CAT_SERVER, "request %d: the client went away; generation stopped after %zu tokens", job.id, r.ids.size());
+    finish_job(job, std::move(r), error);
+}
+
+// The model thread's loop. It ends when the server stops; jobs still
+// waiting then get an error instead of an answer.
+static void serve_jobs(Engine& e) {
+    for (;;) {
+        std::shared_ptr<Job> job;
+        bool stopping;
+        {
+            std::unique_lock<std::mutex> lk(e.mu);
+            e.cv.wait(lk, [&] { return !e.waiting.empty() || e.stopping; });
+            if (e.waiting.empty()) return;
+            job = e.waiting.front();
+            e.waiting.pop_front();
+            stopping = e.stopping;
+        }
+        if (stopping) finish_job(*job, GenerateResult(), "the server is shutting down");
+        else run_job(e, *job);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Answers. generate() says why it stopped; OpenAI knows two reasons.
+static const char* finish_reason(Finish f) {
+    return f == Finish::Length || f == Finish::Context ? "length" : "stop";
+}
+
+static json usage_json(const Job& job) {
+    int p = (int)job.prompt.size(), c = (int)job.result.ids.size();
+    return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
+}
+
+// The fields every answer and every stream chunk carry.
+static json envelope(const Engine& e, const Job& job, const char* object) {
+    return {{"id", format("%s-%d", job.chat ? "chatcmpl" : "cmpl", job.id)},
+            {"object", object}, {"created", job.created}, {"model", e.model_id}};
+}
+
+static json answer_json(const Engine& e, const Job& job) {
+    json a = envelope(e, job, job.chat ? "chat.completion" : "text_completion");
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(job.result.finish)}};
+    if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", job.result.text}};
+    else choice["text"] = job.result.text;
+    a["choices"] = json::array({choice});
+    a["usage"] = usage_json(job);
+    return a;
+}
+
+// One stream chunk: a piece of text (chat: in "delta"), or the finish
+// reason with no text.
+static json chunk_json(const Engine& e, const Job& job, const json& delta, const char* finish) {
+    json c = envelope(e, job, job.chat ? "chat.completion.chunk" : "text_completion");
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+    if (job.chat) choice["delta"] = delta;
+    else choice["text"] = delta.value("content", "");
+    c["choices"] = json::array({choice});
+    return c;
+}
+
+// What the request log line says about a generation: handler and logger
+// run on the same pool thread, one request after another.
+struct RequestNote {
+    std::chrono::steady_clock::time_point t0{};  // unset when httplib answered before routing
+    std::string tokens;  // " | 30 prompt + 20 completion tokens (length)"
+};
+static thread_local RequestNote t_note;
+
+static void note_tokens(const Job& job, const char* how) {
+    t_note.tokens = format(" | %zu prompt + %zu completion tokens (%s)", job.prompt.size(), job.result.ids.size(), how);
+}
+
+// Server-sent events: the response stays open and each piece of text goes
+// out as "data: <chunk JSON>\n\n" the moment the model thread makes it.
+// httplib calls the provider once, on this handler thread, after the
+// headers; a failed write means the client is gone, and `cancelled` tells
+// the model thread to stop.
+static void stream_answer(Engine& e, const std::shared_ptr<Job>& job, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    auto provider = [&e, job](size_t, httplib::DataSink& sink) {
+        auto send = [&](const std::string& data) {
+            std::string event = "data: " + data + "\n\n";
+            return sink.write(event.data(), event.size());
+        };
+        bool ok = !job->chat || send(dump(chunk_json(e, *job, {{"role", "assistant"}, {"content", ""}}, nullptr)));
+        for (bool done = false; ok && !done;) {
+            std::string piece;
+            {
+                std::unique_lock<std::mutex> lk(job->mu);
+                job->cv.wait(lk, [&] { return !job->unsent.empty() || job->done; });
+                piece.swap(job->unsent);
+                done = job->done;
+            }
+            if (!piece.empty()) ok = send(dump(chunk_json(e, *job, {{"content", piece}}, nullptr)));
+        }
+        if (!ok) {
+            job->cancelled = true;
+            t_note.tokens = " | the client went away";
+            return false;
+        }
+        if (!job->error.empty()) {
+            send(dump(json{{"error", {{"message", job->error}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}}));
+        } else {
+            send(dump(chunk_json(e, *job, json::object(), finish_reason(job->result.finish))));
+            if (job->include_usage) {
+                json u = envelope(e, *job, job->chat ? "chat.completion.chunk" : "text_completion");
+                u["choices"] = json::array();
+                u["usage"] = usage_json(*job);
+                send(dump(u));
+            }
+        }
+        send("[DONE]");
+        sink.done();
+        note_tokens(*job, job->error.empty() ? finish_name(job->result.finish) : "error");
+        return true;
+    };
+    // Called when the response is dropped; not ok: the provider never ran
+    // to the end, so the model thread need not either.
+    auto released = [job](bool ok) {
+        if (!ok) job->cancelled = true;
+    };
+    res.set_chunked_content_provider("text/event-stream", provider, released);
+}
+
+// POST /v1/chat/completions and POST /v1/completions.
+static void handle_generate(Engine& e, const std::string& body, httplib::Response& res, bool chat) {
+    std::shared_ptr<Job> job;
+    try {
+        job = parse_request(e, body, chat);
+    } catch (const ApiError& err) {
+        return send_error(res, err);
+    }
+    job->id = ++e.next_id;
+    job->created = (long)time(nullptr);
+    if (!submit(e, job))
+        return send_error(res, {503, format("the server is busy: %d requests are already waiting; try again later",
+                                            e.opt.queue_limit), "", "queue_full"});
+    if (job->stream) return stream_answer(e, job, res);
+    std::unique_lock<std::mutex> lk(job->mu);
+    job->cv.wait(lk, [&] { return job->done; });
+    if (!job->error.empty()) return send_error(res, {500, job->error, "", ""});
+    res.set_content(dump(answer_json(e, *job)), "application/json");
+    note_tokens(*job, finish_name(job->result.finish));
+}
+
+// Errors httplib finds itself (no such path, body too large) get the same
+// JSON shape as ours; answers that already have a body keep it.
+static httplib::Server::HandlerResponse error_page(const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) send_error(res, {404, "no such endpoint: " + req.method + " " + req.path, "", "not_found"});
+    else if (res.status == 413)
+        send_error(res, {413, format("the request body is over %zu bytes", MAX_BODY_BYTES), "", "request_too_large"});
+    else send_error(res, {res.status, format("HTTP %d", res.status), "", ""});
+    return httplib::Server::HandlerResponse::Handled;
+}
+
+// One INFO line per request: method, path, status, tokens, time.
+static void log_request(const httplib::Request& req, const httplib::Response& res) {
+    bool timed = t_note.t0.time_since_epoch().count() != 0;
+    double ms = timed ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_note.t0).count() : 0;
+    std::string path = req.path.substr(0, 200);
+    for (char& c : path)
+        if ((unsigned char)c < 0x20 || c == 0x7f) c = '?';  // a log line stays one line
+    LOGI(CAT_SERVER, "%s %s %d%s | %.1f ms", req.method.c_str(), path.c_str(), res.status, t_note.tokens.c_str(), ms);
+    t_note = RequestNote();
+}
+
+static void route(httplib::Server& svr, Engine& e) {
+    using httplib::Request;
+    using httplib::Response;
+    svr.set_pre_routing_handler([](const Request&, Response&) {
+        t_note = RequestNote();
+        t_note.t0 = std::chrono::steady_clock::now();
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // The body is read as JSON whatever Content-Type says (curl -d says
+    // form-urlencoded). Taking it through a ContentReader keeps httplib from
+    // parsing it as a form, which it would refuse past 8 KiB.
+    auto generate_route = [&e](bool chat) {
+        return [&e, chat](const Request&, Response& res, const httplib::ContentReader& read) {
+            std::string body;
+            bool whole = read([&](const char* data, size_t n) {
+                body.append(data, n);
+                return true;
+            });
+            if (!whole) {  // past MAX_BODY_BYTES (httplib set 413), or the client left
+                if (res.status < 400) res.status = 400;
+                return;  // error_page writes the JSON
+            }
+            handle_generate(e, body, res, chat);
+        };
+    };
+    svr.Post("/v1/chat/completions", generate_route(true));
+    svr.Post("/v1/completions", generate_route(false));
+    svr.Get("/v1/models", [&e](const Request&, Response& res) {
+        json m = {{"id", e.model_id}, {"object", "model"}, {"created", e.started}, {"owned_by", "lantern"}};
+        res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    });
+    svr.Get("/health", [&e](const Request&, Response& res) {
+        std::lock_guard<std::mutex> lk(e.mu);
+        res.set_content(dump(json{{"status", "ok"}, {"model", e.model_id}, {"waiting", e.waiting.size()}}), "application/json");
+    });
+    svr.set_error_handler(httplib::Server::HandlerWithResponse(error_page));
+    svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
+        send_error(res, {500, "internal error", "", ""});
+    });
+    svr.set_logger(log_request);
+    svr.set_payload_max_length(MAX_BODY_BYTES);
+    // Enough handler threads for every waiting request, the running one and
+    // a few more, so /health and the 503s still answer when the queue is full.
+    int threads = e.opt.queue_limit + 4;
+    svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+}
+
+// ---------------------------------------------------------------------------
+// ./run serve [MODEL] [flags]
+static int int_arg(const char* flag, const char* s, int lo, int hi) {
+    char* end = nullptr;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s, lo, hi);
+    return (int)v;
+}
+
+static ServeOptions parse_serve_args(int argc, char** argv) {
+    ServeOptions o;
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        auto val = [&]() -> const char* {
+            if (i + 1 >= argc) fail("%s needs a value", a.c_str());
+            return argv[++i];
+        };
+        if (a == "--host") o.host = val();
+        else if (a == "--port") o.port = int_arg("--port", val(), 0, 65535);
+        else if (a == "--queue") o.queue_limit = int_arg("--queue", val(), 0, 1000);
+        else if (a == "--ctx") o.ctx = int_arg("--ctx", val(), 1, 1 << 30);
+        else if (a == "--threads") o.threads = int_arg("--threads", val(), 1, 1024);
+        else if (a == "--kernels") o.kernels = parse_kernel_set("--kernels", val());
+        else if (a == "--quant") {
+            std::string q = val();
+            if (q != "q8_0" && q != "none") fail("--quant: \"%s\" is not q8_0 or none", q.c_str());
+            o.quant_q8_0 = q == "q8_0";
+        } else if (a == "--device") device_select(val());
+        else if (a == "--report") {
+            bool file = i + 1 < argc && std::string(argv[i + 1]).size() > 5 &&
+                        std::string(argv[i + 1]).compare(std::string(argv[i + 1]).size() - 5, 5, ".html") == 0;
+            o.trace.report_path = file ? argv[++i] : "trace_report.html";
+        } else if (a == "--trace-json") o.trace.json_path = val();
+        else if (a == "-v") set_log_verbosity(1);
+        else if (a == "-vv") set_log_verbosity(2);
+        else if (a == "-h" || a == "--help") {
+            printf("%s\n", SERVE_USAGE);
+            exit(0);
+        } else if (a.size() > 1 && a[0] == '-') fail("serve: unknown flag \"%s\" (./run serve --help lists them)", a.c_str());
+        else if (o.model.empty()) o.model = a;
+        else fail("serve: too many arguments (\"%s\"); ./run serve --help", a.c_str());
+    }
+    if (o.model.empty()) o.model = default_model_path();
+    return o;
+}
+
+int cmd_serve(int argc, char** argv) {
+    Engine e;
+    e.opt = parse_serve_args(argc, argv);
+    const ServeOptions& o = e.opt;
+    // Ctrl-C and kill are taken by one thread with sigwait, not by a signal
+    // handler: it can then lock and wake like any other thread. The mask is
+    // set before any thread starts (OpenMP's too), so every thread inherits it.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
+
+    if (access(o.model.c_str(), F_OK) != 0) fail("%s: no such model folder or file", o.model.c_str());
+    kernels_init(o.kernels, o.threads);
+    load_model(e.model, o.model);
+    if (o.quant_q8_0) quantize_model(e.model);
+    tokenizer_load(e.tok, e.model.dir);
+    net_init(e.net, e.model, o.ctx ? o.ctx : std::min(4096, e.model.cfg.max_pos));
+    e.n_ctx = e.net.kv.n_ctx;
+    e.model_id = e.model.dir;
+    e.started = (long)time(nullptr);
+
+    httplib::Server svr;
+    route(svr, e);
+    int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
+    if (port < 0) fail("serve: cannot listen on %s:%d (in use, or not an address of this machine)", o.host.c_str(), o.port);
+    std::thread http([&svr] { svr.listen_after_bind(); });
+    std::thread waiter([&e, stop_signals] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        LOGI(CAT_SERVER, "stopping (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        std::lock_guard<std::mutex> lk(e.mu);
+        e.stopping = true;
+        e.cv.notify_all();
+    });
+    LOGI(CAT_SERVER, "listening on http://%s:%d (model %s, %d positions of context, queue %d)", o.host.c_str(), port,
+         e.model_id.c_str(), e.n_ctx, o.queue_limit);
+    serve_jobs(e);  // this thread is the model thread, where kernels_init set the thread count
+    svr.stop();
+    http.join();
+    waiter.join();
+    return 0;
+}

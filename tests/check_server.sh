@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# tests/check_server.sh — ./run serve end to end, on loopback only.
+#
+#   1. the official OpenAI client (npm `openai`): chat completion, streamed
+#      and not, equal to `./run`'s text for the same settings and seed
+#   2. curl on the raw endpoints: /health, /v1/models, /v1/completions, SSE
+#   3. curl on bad requests: each gets an OpenAI-style JSON error, 4xx
+#   4. eight clients at once, two that hang up mid-stream, a malformed body
+#   5. a full queue answers 503; a client that leaves stops its generation;
+#      --report and --trace-json are written per request
+# Servers pick a free port themselves (--port 0) and are always killed.
+set -u
+cd "$(dirname "$0")/.."
+MODEL=models/tiny
+for need in ./run "$MODEL/model.safetensors" tools/node_modules/openai; do
+    [ -e "$need" ] || { echo "FAIL: $need missing (make, make models, make deps)"; exit 1; }
+done
+command -v curl >/dev/null && command -v node >/dev/null || { echo "FAIL: needs curl and node (make deps)"; exit 1; }
+
+TMP=$(mktemp -d)
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+    for p in $PIDS; do wait "$p" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+ok() { echo "ok   $*"; }
+
+# start_server NAME FLAGS...: sets URL; the log is $TMP/NAME.log.
+start_server() {
+    local name=$1; shift
+    ./run serve "$MODEL" --port 0 --threads 1 "$@" 2>"$TMP/$name.log" &
+    PIDS="$PIDS $!"
+    local port=""
+    for _ in $(seq 1 300); do  # 30 s at most
+        port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$TMP/$name.log")
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    [ -n "$port" ] || fail "$name: the server did not start"
+    URL="http://127.0.0.1:$port"
+    curl -sf --max-time 5 "$URL/health" >/dev/null || fail "$name: /health does not answer"
+}
+
+# post PATH BODY: prints the status code; the body lands in $TMP/body.
+post() { curl -s --max-time 60 -o "$TMP/body" -w '%{http_code}' "$URL$1" -H 'Content-Type: application/json' --data-binary "$2"; }
+json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
+
+start_server main
+echo "server at $URL"
+
+# 1. The OpenAI client against the CLI.
+./run "$MODEL" "Hi" -n 20 -t 0.8 -k 40 -s 7 --threads 1 --json >"$TMP/cli.json" 2>/dev/null || fail "./run --json failed"
+node tests/server/openai_client.js "$URL/v1" "$TMP/cli.json" || fail "OpenAI client checks"
+
+# 2. Raw endpoints.
+[ "$(curl -s "$URL/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = ok ] || fail "/health"
+ok "/health says ok"
+curl -s "$URL/v1/models" | grep -q "\"id\":\"$MODEL\"" || fail "/v1/models does not list $MODEL"
+ok "/v1/models lists $MODEL"
+./run "$MODEL" "In the beginning" --raw -n 8 -t 0 --threads 1 --json >"$TMP/raw.json" 2>/dev/null
+code=$(post /v1/completions '{"prompt": "In the beginning", "max_tokens": 8, "temperature": 0}')
+[ "$code" = 200 ] || fail "/v1/completions: HTTP $code"
+[ "$(json_field "$TMP/body" 'd["choices"][0]["text"]')" = "$(json_field "$TMP/raw.json" 'd["text"]')" ] ||
+    fail "/v1/completions text differs from ./run --raw"
+ok "/v1/completions equals ./run --raw (greedy)"
+curl -sN --max-time 60 "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3,"temperature":0,"stream":true}' >"$TMP/sse"
+head -c 6 "$TMP/sse" | grep -q '^data: ' || fail "SSE does not start with 'data: '"
+[ "$(grep -c '^data: ' "$TMP/sse")" = 6 ] || fail "SSE: expected role + 3 pieces + finish + [DONE] = 6 events: $(cat "$TMP/sse")"
+[ "$(tail -n 2 "$TMP/sse" | head -n 1)" = "data: [DONE]" ] || fail "SSE does not end with data: [DONE]"
+ok "curl -N: 6 server-sent events, the last one data: [DONE]"
+
+# 3. Bad requests: status, error.param, error.code. Tab separated.
+long=$(python3 -c 'print("word " * 5000)')
+printf '%s' "{\"messages\": [{\"role\": \"user\", \"content\": \"$long\"}]}" >"$TMP/long.json"
+python3 -c 'import sys; sys.stdout.write("{\"prompt\": \"" + "x" * (1 << 20) + "\"}")' >"$TMP/huge.json"
+CHAT=/v1/chat/completions
+HI='"messages": [{"role": "user", "content": "Hi"}]'
+while IFS=$'\t' read -r path body want_status want_param want_code; do
+    [ -n "$path" ] || continue
+    case "$body" in @*) code=$(curl -s --max-time 60 -o "$TMP/body" -w '%{http_code}' "$URL$path" --data-binary "$body");;
+                    *) code=$(post "$path" "$body");; esac
+    [ "$code" = "$want_status" ] || fail "$path $body: HTTP $code, expected $want_status: $(head -c 300 "$TMP/body")"
+    got=$(json_field "$TMP/body" 'sorted(d["error"].keys()) == ["code", "message", "param", "type"] and d["error"]["message"] != "" and "%s %s" % (d["error"]["param"], d["error"]["code"])') ||
+        fail "$path $body: not an OpenAI error object: $(head -c 300 "$TMP/body")"
+    [ "$got" = "$want_param $want_code" ] || fail "$path $body: got param/code '$got', expected '$want_param $want_code'"
+    ok "$want_status $want_param/$want_code: ${body:0:60}"
+done <<EOF
+$CHAT	{"messages": [	400	None	invalid_json
+$CHAT	[1, 2]	400	None	invalid_json
+$CHAT	{"max_tokens": 5}	400	messages	missing_required_parameter
+$CHAT	{"messages": []}	400	messages	empty_array
+$CHAT	{"messages": "Hi"}	400	messages	invalid_type
+$CHAT	{"messages": [{"role": "wizard", "content": "Hi"}]}	400	messages[0].role	invalid_value
+$CHAT	{"messages": [{"role": "user", "content": 42}]}	400	messages[0].content	invalid_type
+$CHAT	{"messages": [{"content": "Hi"}]}	400	messages[0].role	invalid_type
+$CHAT	{$HI, "temperature": -0.5}	400	temperature	invalid_value
+$CHAT	{$HI, "temperature": "hot"}	400	temperature	invalid_type
+$CHAT	{$HI, "top_p": 0}	400	top_p	invalid_value
+$CHAT	{$HI, "top_p": 1.5}	400	top_p	invalid_value
+$CHAT	{$HI, "max_tokens": 0}	400	max_tokens	invalid_value
+$CHAT	{$HI, "max_tokens": "5"}	400	max_tokens	invalid_type
+$CHAT	{$HI, "seed": -1}	400	seed	invalid_value
+$CHAT	{$HI, "stop": 5}	400	stop	invalid_type
+$CHAT	{$HI, "stream": "yes"}	400	stream	invalid_type
+$CHAT	{$HI, "n": 2}	400	n	invalid_value
+$CHAT	@$TMP/long.json	400	messages	context_length_exceeded
+/v1/completions	{"max_tokens": 5}	400	prompt	missing_required_parameter
+/v1/completions	@$TMP/huge.json	413	None	request_too_large
+/v1/nowhere	{}	404	None	not_found
+EOF
+curl -sf "$URL/health" >/dev/null || fail "the server died on bad requests"
+ok "the server is still up after the bad requests"
+
+# 4. Concurrency, hang-ups, a malformed body in between.
+node tests/server/concurrent.js "$URL/v1" || fail "concurrency checks"
+grep -q "the client went away" "$TMP/main.log" || fail "no 'client went away' in the log"
+ok "the log says the clients went away"
+grep -qE 'POST /v1/chat/completions 200 \| 30 prompt \+ 20 completion tokens \(length\) \| [0-9.]+ ms' "$TMP/main.log" ||
+    fail "no request log line with method, path, status, tokens and time"
+ok "each request is logged: method, path, status, tokens, time"
+
+# 5. A queue of one: a long stream holds the model, one request waits, the
+# next is refused. Then the stream's client leaves and the waiting one runs.
+start_server queue --queue 1 --report "$TMP/report.html" --trace-json "$TMP/trace.json"
+curl -sN --max-time 60 "$URL/v1/chat/completions" \
+    -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":100000,"stream":true}' >"$TMP/long.sse" &
+LONG=$!
+PIDS="$PIDS $LONG"
+for _ in $(seq 1 100); do grep -q content "$TMP/long.sse" 2>/dev/null && break; sleep 0.1; done
+grep -q content "$TMP/long.sse" || fail "the long stream did not start"
+post /v1/chat/completions "{$HI, \"max_tokens\": 4, \"temperature\": 0}" >"$TMP/waiter.code" &
+WAITER=$!
+for _ in $(seq 1 100); do curl -s "$URL/health" | grep -q '"waiting":1' && break; sleep 0.1; done
+code=$(curl -s -o "$TMP/busy" -w '%{http_code}' --max-time 10 "$URL/v1/chat/completions" -d "{$HI, \"max_tokens\": 4}")
+[ "$code" = 503 ] && grep -q queue_full "$TMP/busy" || fail "a full queue answered $code: $(cat "$TMP/busy")"
+ok "a full queue answers 503 queue_full"
+kill "$LONG"
+wait "$WAITER"
+[ "$(cat "$TMP/waiter.code")" = 200 ] || fail "the waiting request got HTTP $(cat "$TMP/waiter.code")"
+grep -qE "request 1: the client went away; generation stopped after [0-9]+ tokens" "$TMP/queue.log" ||
+    fail "the abandoned stream was not stopped"
+ok "the stream's client left: its generation stopped, the waiting request ran"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json" || fail "--trace-json: not JSON"
+grep -q "request 2" "$TMP/report.html" || fail "--report: not the last request's report"
+ok "--report and --trace-json hold the last request"
+echo "all server checks passed"
