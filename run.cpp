@@ -604,6 +604,7 @@ int cmd_chat(int argc, char** argv) {
 
 #ifndef LANTERN_NO_MAIN
 int cmd_bench(int, char**);  // bench.cpp
+int cmd_serve(int, char**);  // server.cpp
 int main(int argc, char** argv) {
     try {
         if (argc >= 2 && !strcmp(argv[1], "bench")) return cmd_bench(argc - 2, argv + 2);
@@ -612,6 +613,7 @@ int main(int argc, char** argv) {
         if (argc >= 2 && !strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "fwd")) return cmd_fwd(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "chat")) return cmd_chat(argc - 2, argv + 2);
+        if (argc >= 2 && !strcmp(argv[1], "serve")) return cmd_serve(argc - 2, argv + 2);
         return cmd_generate(argc - 1, argv + 1);
     } catch (const LanternError& e) {
         fprintf(stderr, "error: %s\n", e.what());
