@@ -12,10 +12,11 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 #include <algorithm>
+#include <array>
 #include <cctype>
-#include <deque>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
@@ -94,17 +95,17 @@ static void utf8_append(std::string& out, uint32_t cp) {
 // ('!'..'~', '¡'..'¬', '®'..'ÿ') stand for themselves; the other 68 are
 // given the characters U+0100, U+0101, ... in byte order. So a space (0x20)
 // is 'Ġ' (U+0120), a newline (0x0A) is 'Ċ' (U+010A).
+// (The tables are built on first use; C++ makes that safe across threads.)
 static uint32_t byte_to_char(int b) {
-    static uint32_t table[256];
-    static bool built = false;
-    if (!built) {
+    static const std::array<uint32_t, 256> table = [] {
+        std::array<uint32_t, 256> t{};
         uint32_t next = 0x100;
         for (int x = 0; x < 256; x++) {
             bool printable = (x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF);
-            table[x] = printable ? (uint32_t)x : next++;
+            t[x] = printable ? (uint32_t)x : next++;
         }
-        built = true;
-    }
+        return t;
+    }();
     return table[b];
 }
 
@@ -113,13 +114,12 @@ static uint32_t byte_to_char(int b) {
 // with any other character (an added token like "<think>" is fine, all ASCII
 // printable; one with a real space is not) is kept as its own UTF-8 bytes.
 static std::string piece_to_bytes(const std::string& piece) {
-    static int char_to_byte[0x144];  // the alphabet ends at U+0143
-    static bool built = false;
-    if (!built) {
-        std::fill(char_to_byte, char_to_byte + 0x144, -1);
-        for (int b = 0; b < 256; b++) char_to_byte[byte_to_char(b)] = b;
-        built = true;
-    }
+    static const std::array<int, 0x144> char_to_byte = [] {  // the alphabet ends at U+0143
+        std::array<int, 0x144> t;
+        t.fill(-1);
+        for (int b = 0; b < 256; b++) t[byte_to_char(b)] = b;
+        return t;
+    }();
     std::string out;
     const unsigned char* s = (const unsigned char*)piece.data();
     for (size_t i = 0; i < piece.size();) {
@@ -134,7 +134,7 @@ static std::string piece_to_bytes(const std::string& piece) {
 
 // ---------------------------------------------------------------------------
 // The merge table: (left id, right id) -> Merge, open addressing with linear
-// probing, sized to a power of two at most half full. std::unordered_map
+// probing, sized to a power of two at most two thirds full. std::unordered_map
 // would do, but this lookup is the inner loop of encoding.
 static uint64_t pair_key(int left, int right) { return ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1; }
 
@@ -142,7 +142,7 @@ static size_t pair_slot(uint64_t key, uint64_t mask) { return (size_t)((key * 0x
 
 static void merges_init(MergeTable& t, size_t count) {
     size_t cap = 16;
-    while (cap < count * 2) cap *= 2;
+    while (cap < count + count / 2) cap *= 2;
     t.keys.assign(cap, 0);
     t.values.assign(cap, Merge{0, 0});
     t.mask = cap - 1;
@@ -173,7 +173,7 @@ static uint32_t piece_hash(std::string_view piece) { return (uint32_t)std::hash<
 
 static void pieces_init(PieceIndex& t, size_t count) {
     size_t cap = 16;
-    while (cap < count * 2) cap *= 2;
+    while (cap < count + count / 2) cap *= 2;
     t.slots.assign(cap, 0);
     t.mask = cap - 1;
 }
@@ -545,15 +545,21 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
         if (tok.byte_to_id[b] < 0) LOGW(CAT_TOKENIZER, "tokenizer: byte 0x%02x has no token; it will be dropped, as Hugging Face does", b);
     }
 
-    // Merges, as ids: (left, right) -> rank and the id of left+right.
+    // Merges, as ids: (left, right) -> rank and the id of left+right. A BPE
+    // trainer gives merge m's result the id 256 + m (true of every merge in
+    // Qwen's file), so that id is tried first -- one string compare instead
+    // of a hash lookup -- and looked up properly when it is not the one.
     tok.num_merges = (int)(merge_parts.size() / 2);
     merges_init(tok.merges, tok.num_merges);
     std::string joined;
     for (int m = 0; m < tok.num_merges; m++) {
         const std::string& left = merge_parts[2 * m];
         const std::string& right = merge_parts[2 * m + 1];
-        joined.assign(left).append(right);
-        int a = pieces_get(tok, left), b = pieces_get(tok, right), c = pieces_get(tok, joined);
+        int a = pieces_get(tok, left), b = pieces_get(tok, right), c = 256 + m;
+        const std::string* guess = c < tok.vocab_size ? &tok.id_to_piece[c] : nullptr;
+        if (!guess || guess->size() != left.size() + right.size() || guess->compare(0, left.size(), left) != 0 ||
+            guess->compare(left.size(), right.size(), right) != 0)
+            c = pieces_get(tok, joined.assign(left).append(right));
         if (a < 0 || b < 0 || c < 0)
             fail("%s: merge %d (\"%s\" \"%s\") uses a piece not in the vocab", tok.path.c_str(), m, left.c_str(), right.c_str());
         merges_put(tok.merges, a, b, Merge{m, c});
@@ -787,6 +793,7 @@ static size_t space_run(const char* s, size_t n, bool forward) {
 }
 
 std::vector<int> tokenizer_encode(const Tokenizer& tok, const std::string& text) {
+    if (tok.vocab_size == 0) fail("tokenizer: encode before tokenizer_load");
     // Refuse invalid UTF-8 up front: the regex and NFC both assume valid text,
     // and guessing a repair would silently change what the model reads.
     const unsigned char* s = (const unsigned char*)text.data();
