@@ -1,8 +1,9 @@
-// kernels.cpp — matmul and friends.
+// kernels.cpp — matmul and friends, the plain way.
 //
-// The plain kernels are the ground truth: straightforward loops in float32
-// that a reader can check against the math. The fast kernels live beside
-// them (see the performance chapter) and are tested equal to these.
+// The plain kernels are the ground truth: straightforward loops that a
+// reader can check against the math. Their fast twins live in
+// kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
+// checks every one of them against the loops here.
 #include "kernels.h"
 #include <cmath>
 #include <omp.h>
@@ -13,6 +14,29 @@ void kernels_init(KernelSet set, int threads) {
     g_kernels.set = set;
     g_kernels.threads = threads > 0 ? threads : omp_get_num_procs();
     omp_set_num_threads(g_kernels.threads);
+}
+
+KernelSet parse_kernel_set(const char* flag, const std::string& name) {
+    if (name == "plain") return KernelSet::Plain;
+    if (name == "scalar") return KernelSet::Scalar;
+    if (name == "fast") return KernelSet::Fast;
+    fail("%s: \"%s\" is not plain, scalar or fast", flag, name.c_str());
+}
+
+DType parse_float_type(const char* flag, const std::string& name) {
+    if (name == "f32") return DType::F32;
+    if (name == "f16") return DType::F16;
+    if (name == "bf16") return DType::BF16;
+    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
+}
+
+const char* kernel_set_name(KernelSet set) {
+    switch (set) {
+        case KernelSet::Plain: return "plain";
+        case KernelSet::Scalar: return "scalar";
+        case KernelSet::Fast: return "fast";
+    }
+    return "?";
 }
 
 size_t Mat::bytes() const {
@@ -65,24 +89,40 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    if (g_kernels.set == KernelSet::Plain) matmul_plain(out, x, W, bias, T);
-    else matmul_fast(out, x, W, bias, T);
+    switch (g_kernels.set) {
+        case KernelSet::Plain: matmul_plain(out, x, W, bias, T); break;
+        case KernelSet::Scalar: matmul_scalar(out, x, W, bias, T); break;
+        case KernelSet::Fast: matmul_fast(out, x, W, bias, T); break;
+    }
 }
 
-// Until the SIMD kernels land, "fast" is the plain loop spread over threads:
-// each thread owns a range of output rows, so no two threads ever add into
-// the same number and the result does not depend on the thread count.
-void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    #pragma omp parallel for schedule(static)
-    for (int r = 0; r < W.rows; r++) {
-        size_t base = (size_t)r * W.cols;
-        for (int t = 0; t < T; t++) {
-            const float* xt = x + (size_t)t * W.cols;
-            float sum = 0;
-            for (int c = 0; c < W.cols; c++) sum += weight_at(W, base + c) * xt[c];
-            out[(size_t)t * W.rows + r] = sum + (bias ? bias[r] : 0.0f);
-        }
-    }
+// Attention's dot product and weighted sum: the plain loops, and the
+// dispatch to the fast twins (kernels_fast.cpp).
+static inline float element_at(const void* p, DType t, int i) {
+    Mat row;
+    row.dtype = t;
+    row.data = p;
+    return weight_at(row, i);
+}
+
+float vec_dot_plain(const float* a, const void* b, DType bt, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += (double)a[i] * element_at(b, bt, i);
+    return (float)sum;
+}
+
+void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n) {
+    for (int i = 0; i < n; i++) y[i] += alpha * element_at(x, xt, i);
+}
+
+float vec_dot(const float* a, const void* b, DType bt, int n) {
+    if (g_kernels.set == KernelSet::Plain) return vec_dot_plain(a, b, bt, n);
+    return vec_dot_fast(a, b, bt, n, g_kernels.set == KernelSet::Fast);
+}
+
+void vec_axpy(float* y, float alpha, const void* x, DType xt, int n) {
+    if (g_kernels.set == KernelSet::Plain) vec_axpy_plain(y, alpha, x, xt, n);
+    else vec_axpy_fast(y, alpha, x, xt, n, g_kernels.set == KernelSet::Fast);
 }
 
 // RMSNorm: scale x so its root-mean-square is 1, then by the learned w.
@@ -134,27 +174,62 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
 }
 
 // Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127
-// and are stored as round(w/d) in int8 — GGUF's block_q8_0.
-Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
-    if (W.cols % 32 != 0) fail("quantize_q8_0: %d columns is not a multiple of 32", W.cols);
-    size_t n = (size_t)W.rows * W.cols;
-    storage.resize(n / 32 * 34);
-    float buf[32];
-    for (size_t b = 0; b < n / 32; b++) {
+// and are stored as round(w/d) in int8 — GGUF's block_q8_0: the scale as
+// f16 (2 bytes), then the 32 int8 (32 bytes).
+void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
+    for (int b = 0; b < n / Q8_BLOCK; b++) {
+        const float* xb = x + b * Q8_BLOCK;
         float amax = 0;
-        for (int j = 0; j < 32; j++) {
-            buf[j] = weight_at(W, b * 32 + j);
-            amax = std::fmax(amax, std::fabs(buf[j]));
-        }
+        for (int j = 0; j < Q8_BLOCK; j++) amax = std::fmax(amax, std::fabs(xb[j]));
         float d = amax / 127.0f;
         uint16_t dh = f32_to_f16(d);
         float inv = d > 0 ? 1.0f / d : 0.0f;
-        uint8_t* blk = &storage[b * 34];
+        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
         std::memcpy(blk, &dh, 2);
-        for (int j = 0; j < 32; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(buf[j] * inv);
+        for (int j = 0; j < Q8_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(xb[j] * inv);
+    }
+}
+
+Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
+    if (W.cols % Q8_BLOCK != 0) fail("quantize_q8_0: %d columns is not a multiple of 32", W.cols);
+    size_t row_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;
+    storage.resize(W.rows * row_bytes);
+    #pragma omp parallel
+    {
+        std::vector<float> row(W.cols);
+        #pragma omp for schedule(static)
+        for (int r = 0; r < W.rows; r++) {
+            mat_row_to_f32(W, r, row.data());
+            quantize_row_q8_0(row.data(), W.cols, &storage[r * row_bytes]);
+        }
     }
     Mat q = W;
     q.dtype = DType::Q8_0;
     q.data = storage.data();
     return q;
+}
+
+// Widening is exact (bf16 and f16 are subsets of f32); narrowing rounds to
+// nearest-even. Q8_0 can be a source, never a target.
+Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
+    if (to == DType::Q8_0) return quantize_q8_0(W, storage);
+    Mat c = W;
+    c.dtype = to;
+    storage.resize(c.bytes());
+    c.data = storage.data();
+    #pragma omp parallel
+    {
+        std::vector<float> row(W.cols);
+        #pragma omp for schedule(static)
+        for (int r = 0; r < W.rows; r++) {
+            mat_row_to_f32(W, r, row.data());
+            size_t base = (size_t)r * W.cols;
+            for (int i = 0; i < W.cols; i++) {
+                if (to == DType::F32) ((float*)storage.data())[base + i] = row[i];
+                else if (to == DType::F16) ((uint16_t*)storage.data())[base + i] = f32_to_f16(row[i]);
+                else ((uint16_t*)storage.data())[base + i] = f32_to_bf16(row[i]);
+            }
+        }
+    }
+    return c;
 }

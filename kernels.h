@@ -3,7 +3,8 @@
 // Every operation has a plain version (loops a reader can check by hand, the
 // ground truth) and, where speed matters, a fast version beside it. The fast
 // ones are chosen with --kernels fast (the default); tests check that each
-// fast kernel equals its plain twin.
+// fast kernel equals its plain twin. The plain kernels live in kernels.cpp,
+// the fast ones in kernels_fast.cpp (see book/11-performance.md).
 #pragma once
 #include <vector>
 #include "common.h"
@@ -20,19 +21,44 @@ struct Mat {
     size_t bytes() const;
 };
 
-enum class KernelSet { Plain, Fast };
+// Plain: the reference loops (one thread, double accumulation).
+// Scalar: the fast kernels' threads and summation order in portable C++,
+//         without SIMD — what "fast" compiles to on a CPU without AVX2.
+// Fast:   the same with AVX2 + FMA where the compiler targets it, else Scalar.
+// Scalar and Fast give bitwise identical results (see kernels_fast.cpp).
+enum class KernelSet { Plain, Scalar, Fast };
 struct KernelConfig {
     KernelSet set = KernelSet::Fast;
     int threads = 0;  // 0: all cores
 };
 extern KernelConfig g_kernels;
 void kernels_init(KernelSet set, int threads);  // applies threads to OpenMP
+// "plain", "scalar" or "fast"; throws LanternError naming `flag` otherwise.
+KernelSet parse_kernel_set(const char* flag, const std::string& name);
+const char* kernel_set_name(KernelSet set);
+// "f32", "f16" or "bf16" (--kv-type); throws LanternError naming `flag` otherwise.
+DType parse_float_type(const char* flag, const std::string& name);
+// What the fast kernels were compiled with: "AVX2+FMA+F16C" or "scalar".
+const char* simd_name();
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
 // The dispatcher picks plain or fast from g_kernels.
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
 void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T);
+// The portable twin of matmul_fast (same threads and summation order, no SIMD).
+void matmul_scalar(float* out, const float* x, const Mat& W, const float* bias, int T);
+
+// Attention's two inner loops, dispatched like matmul. The second operand
+// is a row of the KV cache: f32, f16 or bf16 (--kv-type).
+// vec_dot: sum_i a[i] * b[i].      vec_axpy: y[i] += alpha * x[i].
+float vec_dot(const float* a, const void* b, DType bt, int n);
+void vec_axpy(float* y, float alpha, const void* x, DType xt, int n);
+float vec_dot_plain(const float* a, const void* b, DType bt, int n);
+void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n);
+// simd false: the scalar twin (bitwise equal to the AVX2 version).
+float vec_dot_fast(const float* a, const void* b, DType bt, int n, bool simd);
+void vec_axpy_fast(float* y, float alpha, const void* x, DType xt, int n, bool simd);
 
 // Row r of W widened to f32 (embedding lookup, tests).
 void mat_row_to_f32(const Mat& W, int r, float* out);
@@ -50,3 +76,9 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.
 Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
+// One row of n floats (n a multiple of 32) to n/32 Q8_0 blocks of 34 bytes:
+// the weights above, and the activations the fast Q8_0 matmul multiplies.
+const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
+void quantize_row_q8_0(const float* x, int n, uint8_t* out);
+// Any matrix converted to f32, f16 or bf16 (the benchmark's weight types).
+Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);

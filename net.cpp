@@ -26,23 +26,34 @@ static void grow(std::vector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 
-void net_init(Net& net, const Model& m, int n_ctx) {
+void net_init(Net& net, const Model& m, int n_ctx, DType kv_type) {
     const Config& c = m.cfg;
     if (n_ctx <= 0) fail("--ctx %d: the context must hold at least one token", n_ctx);
     if (n_ctx > c.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", n_ctx, c.max_pos);
     net.model = &m;
     net.kv.n_ctx = n_ctx;
     net.kv.kv_dim = c.n_kv_heads * c.head_dim;
+    if (kv_type == DType::Q8_0) fail("--kv-type: q8_0 is not a KV cache type (f32, f16 or bf16)");
+    net.kv.type = kv_type;
     size_t n = (size_t)c.n_layers * n_ctx * net.kv.kv_dim;
-    net.kv.k.assign(n, 0.0f);
-    net.kv.v.assign(n, 0.0f);
+    net.kv.k.resize(n * net.kv.elt());
+    net.kv.v.resize(n * net.kv.elt());
     net.n_past = 0;
     net.cuda.reset();  // a GPU copy of another model or cache size is stale
-    LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d floats x 2 = %.1f MB", n_ctx, c.n_layers, net.kv.kv_dim,
-         2.0 * n * sizeof(float) / 1e6);
+    LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d values x 2 (%s) = %.1f MB", n_ctx, c.n_layers,
+         net.kv.kv_dim, dtype_name(kv_type), 2.0 * n * net.kv.elt() / 1e6);
 }
 
 void net_reset(Net& net) { net.n_past = net.first_pos = 0; }
+
+// One row of keys or values into the cache, rounded to its type.
+static void store_kv_row(uint8_t* dst, const float* src, int n, DType type) {
+    if (type == DType::F32) std::memcpy(dst, src, n * sizeof(float));
+    else if (type == DType::F16)
+        for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_f16(src[i]);
+    else
+        for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_bf16(src[i]);
+}
 
 // Grouped-query attention for T new tokens. Query head h reads KV head
 // h / (n_heads / n_kv_heads): several query heads share one key/value head,
@@ -57,26 +68,23 @@ static void attention(Net& net, int layer, int T, int pos) {
     float scale = 1.0f / std::sqrt((float)hd);
     float* scores = net.scores.data();  // [n_heads, T, kv_len]
 
+    DType kv_type = net.kv.type;
+
+    // Threads over (head, token) pairs: each output row belongs to one
+    // thread, so the result does not depend on the thread count. The two
+    // inner loops are vec_dot and vec_axpy (kernels.h), SIMD with --kernels fast.
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
             const float* q = &net.q[(size_t)t * q_dim + h * hd];
             float* s = scores + ((size_t)h * T + t) * kv_len;
             int kvh = h / group, n = pos + t + 1 - first;
-            for (int j = 0; j < n; j++) {
-                const float* k = net.kv.key(layer, first + j) + kvh * hd;
-                float dot = 0;
-                for (int i = 0; i < hd; i++) dot += q[i] * k[i];
-                s[j] = dot * scale;
-            }
+            for (int j = 0; j < n; j++) s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
             softmax(s, n);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
             float* out = &net.att[(size_t)t * q_dim + h * hd];
             for (int i = 0; i < hd; i++) out[i] = 0.0f;
-            for (int j = 0; j < n; j++) {
-                const float* v = net.kv.value(layer, first + j) + kvh * hd;
-                for (int i = 0; i < hd; i++) out[i] += s[j] * v[i];
-            }
+            for (int j = 0; j < n; j++) vec_axpy(out, s[j], net.kv.value(layer, first + j, kvh, hd), kv_type, hd);
         }
     }
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
@@ -128,8 +136,8 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         for (int t = 0; t < T; t++) {
             apply_rope(&net.q[(size_t)t * q_dim], c.n_heads, hd, pos + t, c.rope_theta);
             apply_rope(&net.k[(size_t)t * kv_dim], c.n_kv_heads, hd, pos + t, c.rope_theta);
-            std::memcpy(net.kv.key(l, pos + t), &net.k[(size_t)t * kv_dim], kv_dim * sizeof(float));
-            std::memcpy(net.kv.value(l, pos + t), &net.v[(size_t)t * kv_dim], kv_dim * sizeof(float));
+            store_kv_row(net.kv.key(l, pos + t), &net.k[(size_t)t * kv_dim], kv_dim, net.kv.type);
+            store_kv_row(net.kv.value(l, pos + t), &net.v[(size_t)t * kv_dim], kv_dim, net.kv.type);
         }
         WATCH_TENSOR("attn.q_rope", l, pos, net.q.data(), T, q_dim);
         WATCH_TENSOR("attn.k_rope", l, pos, net.k.data(), T, kv_dim);

@@ -6,12 +6,21 @@
 
 // Keys and values of every past position, so a new token attends to the
 // prompt without recomputing it. Layout: [n_layers, n_ctx, n_kv_heads*head_dim].
+// Stored as f32, or as f16/bf16 (--kv-type): half the memory, rounded once
+// when written and widened when read (kernels.h: vec_dot, vec_axpy).
 struct KVCache {
     int n_ctx = 0;
     int kv_dim = 0;  // n_kv_heads * head_dim
-    std::vector<float> k, v;
-    float* key(int layer, int pos) { return &k[((size_t)layer * n_ctx + pos) * kv_dim]; }
-    float* value(int layer, int pos) { return &v[((size_t)layer * n_ctx + pos) * kv_dim]; }
+    DType type = DType::F32;
+    std::vector<uint8_t> k, v;
+    size_t elt() const { return type == DType::F32 ? 4 : 2; }
+    // Head `head` of layer `layer` at position `pos`: head_dim values of `type`.
+    uint8_t* key(int layer, int pos, int head = 0, int head_dim = 0) {
+        return &k[(((size_t)layer * n_ctx + pos) * kv_dim + (size_t)head * head_dim) * elt()];
+    }
+    uint8_t* value(int layer, int pos, int head = 0, int head_dim = 0) {
+        return &v[(((size_t)layer * n_ctx + pos) * kv_dim + (size_t)head * head_dim) * elt()];
+    }
 };
 
 struct Net {
@@ -32,7 +41,8 @@ struct Net {
 };
 
 // n_ctx: the KV cache length (--ctx); at most max_position_embeddings.
-void net_init(Net& net, const Model& m, int n_ctx);
+// kv_type: F32, F16 or BF16 (--kv-type).
+void net_init(Net& net, const Model& m, int n_ctx, DType kv_type = DType::F32);
 // Forget the cache (a new conversation).
 void net_reset(Net& net);
 // Run tokens[0..T) at positions pos..pos+T-1. pos may be at most n_past

@@ -106,6 +106,7 @@ int cmd_fwd(int argc, char** argv) {
     int pos = 0, top = 5, ctx = 0, threads = 0;
     bool all = false, as_json = false, positional = false;
     KernelSet kset = KernelSet::Fast;
+    DType kv_type = DType::F32;
     std::string quant;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -122,12 +123,9 @@ int cmd_fwd(int argc, char** argv) {
         else if (a == "--ctx") ctx = parse_int_arg("--ctx", val(), 1, 1 << 30);
         else if (a == "--threads") threads = parse_int_arg("--threads", val(), 1, 1024);
         else if (a == "--device") device_select(val());  // cpu | cuda (kernels_cuda.h)
-        else if (a == "--kernels") {
-            std::string k = val();
-            if (k == "plain") kset = KernelSet::Plain;
-            else if (k == "fast") kset = KernelSet::Fast;
-            else fail("--kernels: \"%s\" is not plain or fast", k.c_str());
-        } else if (a == "--quant") {
+        else if (a == "--kernels") kset = parse_kernel_set("--kernels", val());
+        else if (a == "--kv-type") kv_type = parse_float_type("--kv-type", val());
+        else if (a == "--quant") {
             quant = val();
             if (quant != "q8_0" && quant != "none") fail("--quant: \"%s\" is not q8_0 or none", quant.c_str());
         } else if (a == "-v") g_log_level = LOG_DEBUG;
@@ -147,7 +145,7 @@ int cmd_fwd(int argc, char** argv) {
     int T = (int)ids.size();
     if (ctx == 0) ctx = std::min(m.cfg.max_pos, std::max(4096, pos + T));
     Net net;
-    net_init(net, m, ctx);
+    net_init(net, m, ctx, kv_type);
     const float* logits = forward(net, ids.data(), T, pos, all || !dump.empty());
     int V = m.cfg.vocab, rows = (all || !dump.empty()) ? T : 1;
     if (!dump.empty()) {
@@ -304,6 +302,10 @@ struct GenOptions {
     std::string system;
     bool raw = false, json = false, gen_config = false, help = false;
     int ctx = 0;  // 0: the model's max positions, at most 4096
+    int threads = 0;                      // 0: all cores
+    KernelSet kernels = KernelSet::Fast;  // kernels.h
+    bool quant_q8_0 = false;              // --quant q8_0
+    DType kv_type = DType::F32;           // --kv-type
     std::vector<std::string> positional;  // [MODEL] PROMPT
 };
 
@@ -369,6 +371,15 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
         {"--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
         {"--ctx", "N", "min(4096, max positions)", "KV cache length in tokens", [&](const char* v) {
              o.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
+        {"--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
+             o.threads = parse_int_arg("--threads", v, 1, 1024); }},
+        {"--kernels", "SET", "fast", "fast (SIMD + threads), scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
+             o.kernels = parse_kernel_set("--kernels", v); }},
+        {"--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
+             if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
+             o.quant_q8_0 = !strcmp(v, "q8_0"); }},
+        {"--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
+             o.kv_type = parse_float_type("--kv-type", v); }},
         {"--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
         {"--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
              if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
@@ -483,10 +494,11 @@ static void load_session(Session& s, const std::string& path, const GenOptions& 
     if (access(path.c_str(), F_OK) != 0)
         fail("%s: no such model folder or file%s", path.c_str(),
              path == "models/tiny" ? " (make models creates it)" : "");
-    kernels_init(KernelSet::Fast, 0);
+    kernels_init(o.kernels, o.threads);
     load_model(s.model, path);
+    if (o.quant_q8_0) quantize_model(s.model);
     tokenizer_load(s.tok, s.model.dir);
-    net_init(s.net, s.model, o.ctx ? o.ctx : std::min(4096, s.model.cfg.max_pos));
+    net_init(s.net, s.model, o.ctx ? o.ctx : std::min(4096, s.model.cfg.max_pos), o.kv_type);
 }
 
 static void print_summary(const GenerateResult& r) {

@@ -1,0 +1,268 @@
+// tests/test_kernels.cpp — every fast kernel against its plain twin.
+//
+// Random inputs, many shapes: rows, columns and token counts that are and
+// are not multiples of the tile (4 rows, 3 tokens), the SIMD width (8) and
+// the Q8_0 block (32). Three kinds of check:
+//
+//   1. fast ≈ plain within a stated bound (below), for every weight type;
+//   2. fast == scalar twin, bitwise: the AVX2 code and the portable code sum
+//      in the same order (kernels_fast.cpp), so they must agree exactly;
+//   3. bitwise equal for 1 and 2 threads, and for a batch of T tokens versus
+//      the same tokens one at a time (decode and prefill agree).
+//
+// The bound for float weights. The plain kernel sums in double and rounds
+// once; the fast one sums in float, in 8 lanes of cols/8 fused multiply-adds
+// each, then 3 more additions. Each step rounds by at most u = 2^-24
+// relative, so (the textbook bound for recursive summation)
+//     |fast - exact| <= (cols/8 + 4) * u * sum_c |w_c * x_c|
+// and adding the bias in float rounds once more, by u * |result|; the plain
+// result itself is within u * |result| of exact. A wrong index or a lost tail is off by
+// a whole term, far above this.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+
+static const double U = 1.0 / (1 << 24);
+
+// A random matrix in any type, owning its storage.
+struct TestMat {
+    std::vector<float> f32;       // the values as f32 (before rounding to dtype)
+    std::vector<uint8_t> storage;
+    Mat m;
+};
+
+static TestMat random_mat(DType dt, int rows, int cols, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    TestMat t;
+    t.f32.resize((size_t)rows * cols);
+    for (float& v : t.f32) v = dist(rng);
+    Mat src;
+    src.dtype = DType::F32;
+    src.rows = rows;
+    src.cols = cols;
+    src.data = t.f32.data();
+    t.m = dt == DType::F32 ? src : convert_mat(src, dt, t.storage);
+    return t;
+}
+
+static std::vector<float> random_vec(size_t n, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+static std::vector<float> run_matmul(KernelSet set, int threads, const std::vector<float>& x, const Mat& W,
+                                     const float* bias, int T) {
+    kernels_init(set, threads);
+    std::vector<float> out((size_t)T * W.rows, NAN);
+    matmul(out.data(), x.data(), W, bias, T);
+    kernels_init(KernelSet::Fast, 0);
+    return out;
+}
+
+static bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// sum_c |w_c * x_c| for output (t, r): the scale of the rounding bound.
+static double abs_dot(const Mat& W, int r, const float* xt) {
+    std::vector<float> w(W.cols);
+    mat_row_to_f32(W, r, w.data());
+    double s = 0;
+    for (int c = 0; c < W.cols; c++) s += std::fabs((double)w[c] * xt[c]);
+    return s;
+}
+
+TEST_CASE("matmul_plain: a 2x3 example by hand") {
+    float w[6] = {1, 2, 3, 4, 5, 6}, x[3] = {1, 0, -1}, bias[2] = {0.5f, -0.5f}, out[2];
+    Mat W;
+    W.rows = 2;
+    W.cols = 3;
+    W.data = w;
+    matmul_plain(out, x, W, bias, 1);
+    CHECK(out[0] == 1 - 3 + 0.5f);
+    CHECK(out[1] == 4 - 6 - 0.5f);
+}
+
+TEST_CASE("matmul fast and scalar equal plain (f32, bf16, f16), many shapes, 1 and 2 threads") {
+    std::mt19937 rng(42);
+    const int row_counts[] = {1, 3, 4, 5, 13};
+    const int col_counts[] = {1, 7, 8, 9, 31, 64, 100, 203};
+    const int token_counts[] = {1, 2, 3, 4, 7};
+    for (DType dt : {DType::F32, DType::BF16, DType::F16})
+        for (int rows : row_counts)
+            for (int cols : col_counts)
+                for (int T : token_counts) {
+                    std::string type = dtype_name(dt);
+                    CAPTURE(type);
+                    CAPTURE(rows);
+                    CAPTURE(cols);
+                    CAPTURE(T);
+                    TestMat W = random_mat(dt, rows, cols, rng);
+                    std::vector<float> x = random_vec((size_t)T * cols, rng), bias = random_vec(rows, rng);
+                    const float* b = (rows % 2) ? bias.data() : nullptr;  // with and without bias
+                    std::vector<float> plain = run_matmul(KernelSet::Plain, 1, x, W.m, b, T);
+                    std::vector<float> fast1 = run_matmul(KernelSet::Fast, 1, x, W.m, b, T);
+                    std::vector<float> fast2 = run_matmul(KernelSet::Fast, 2, x, W.m, b, T);
+                    std::vector<float> scalar2 = run_matmul(KernelSet::Scalar, 2, x, W.m, b, T);
+                    CHECK(bitwise_equal(fast1, fast2));
+                    CHECK(bitwise_equal(fast1, scalar2));
+                    int worst = 0;
+                    for (int t = 0; t < T; t++)
+                        for (int r = 0; r < rows; r++) {
+                            size_t i = (size_t)t * rows + r;
+                            double bound = (cols / 8 + 4) * U * abs_dot(W.m, r, &x[(size_t)t * cols]) +
+                                           2 * U * std::fabs(plain[i]) + 1e-30;
+                            if (std::fabs((double)fast1[i] - plain[i]) > bound) worst++;
+                        }
+                    CHECK(worst == 0);
+                    // The batch equals its tokens one at a time (prefill == decode).
+                    for (int t = 0; t < T; t++) {
+                        std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
+                        std::vector<float> one = run_matmul(KernelSet::Fast, 2, xt, W.m, b, 1);
+                        CHECK(std::memcmp(one.data(), &fast1[(size_t)t * rows], rows * sizeof(float)) == 0);
+                    }
+                }
+}
+
+// Q8_0. The fast kernel also quantizes the activations (per block of 32,
+// d_x = max|x|/127 rounded to f16), so it differs from the plain kernel,
+// which multiplies the Q8_0 weights by the float activations, by
+//     |sum_c w_c (x_c - xq_c)| <= sum_blocks (sum_c |w_c|) * e_b,
+// e_b = d_x/2 (rounding to the integer grid) + 127 * |d_x - f16(d_x)|
+//     <= d_x * (1/2 + 127 * 2^-11) < 0.57 * d_x.
+// And against the exact integer arithmetic on the same quantized values it
+// is within float rounding of the per-block terms.
+TEST_CASE("Q8_0 matmul: fast and scalar equal the exact int8 arithmetic, and plain within the quantization bound") {
+    std::mt19937 rng(7);
+    for (int rows : {1, 4, 6, 17})
+        for (int cols : {32, 64, 96, 320})
+            for (int T : {1, 2, 3, 5}) {
+                CAPTURE(rows);
+                CAPTURE(cols);
+                CAPTURE(T);
+                TestMat W = random_mat(DType::Q8_0, rows, cols, rng);
+                std::vector<float> x = random_vec((size_t)T * cols, rng);
+                std::vector<float> plain = run_matmul(KernelSet::Plain, 1, x, W.m, nullptr, T);
+                std::vector<float> fast1 = run_matmul(KernelSet::Fast, 1, x, W.m, nullptr, T);
+                std::vector<float> fast2 = run_matmul(KernelSet::Fast, 2, x, W.m, nullptr, T);
+                std::vector<float> scalar1 = run_matmul(KernelSet::Scalar, 1, x, W.m, nullptr, T);
+                CHECK(bitwise_equal(fast1, fast2));
+                CHECK(bitwise_equal(fast1, scalar1));
+
+                int nb = cols / Q8_BLOCK, bad_exact = 0, bad_plain = 0;
+                std::vector<uint8_t> xq((size_t)nb * Q8_BLOCK_BYTES);
+                const uint8_t* wq = (const uint8_t*)W.m.data;
+                for (int t = 0; t < T; t++) {
+                    quantize_row_q8_0(&x[(size_t)t * cols], cols, xq.data());
+                    for (int r = 0; r < rows; r++) {
+                        double exact = 0, scale = 0, quant_bound = 0;
+                        for (int b = 0; b < nb; b++) {
+                            const uint8_t* wb = wq + ((size_t)r * nb + b) * Q8_BLOCK_BYTES;
+                            const uint8_t* xb = xq.data() + (size_t)b * Q8_BLOCK_BYTES;
+                            uint16_t hw, hx;
+                            std::memcpy(&hw, wb, 2);
+                            std::memcpy(&hx, xb, 2);
+                            float d = f16_to_f32(hw) * f16_to_f32(hx);  // the kernel's float product
+                            long isum = 0, iabs = 0;
+                            double wabs = 0, amax = 0;
+                            for (int j = 0; j < Q8_BLOCK; j++) {
+                                int p = (int8_t)wb[2 + j] * (int8_t)xb[2 + j];
+                                isum += p;
+                                iabs += std::abs(p);
+                                wabs += std::fabs(f16_to_f32(hw) * (int8_t)wb[2 + j]);
+                                amax = std::fmax(amax, std::fabs(x[(size_t)t * cols + b * Q8_BLOCK + j]));
+                            }
+                            exact += (double)d * isum;
+                            scale += std::fabs((double)d) * iabs;
+                            quant_bound += wabs * 0.57 * amax / 127;
+                        }
+                        size_t i = (size_t)t * rows + r;
+                        if (std::fabs(fast1[i] - exact) > (nb + 4) * U * scale + 1e-30) bad_exact++;
+                        if (std::fabs((double)fast1[i] - plain[i]) > quant_bound + (nb + 4) * U * scale) bad_plain++;
+                    }
+                }
+                CHECK(bad_exact == 0);
+                CHECK(bad_plain == 0);
+                for (int t = 0; t < T; t++) {  // batch == one token at a time
+                    std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
+                    std::vector<float> one = run_matmul(KernelSet::Fast, 2, xt, W.m, nullptr, 1);
+                    CHECK(std::memcmp(one.data(), &fast1[(size_t)t * rows], rows * sizeof(float)) == 0);
+                }
+            }
+}
+
+TEST_CASE("quantize_row_q8_0: each value within 0.57 d of the original; a zero block stays zero") {
+    std::mt19937 rng(3);
+    std::vector<float> x = random_vec(96, rng);
+    for (int j = 32; j < 64; j++) x[j] = 0.0f;
+    std::vector<uint8_t> q(3 * Q8_BLOCK_BYTES);
+    quantize_row_q8_0(x.data(), 96, q.data());
+    for (int b = 0; b < 3; b++) {
+        uint16_t h;
+        std::memcpy(&h, &q[b * Q8_BLOCK_BYTES], 2);
+        float d = f16_to_f32(h);
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+        CHECK(std::fabs(d - amax / 127) <= amax / 127 * 1e-3);
+        for (int j = 0; j < 32; j++) {
+            int8_t v = (int8_t)q[b * Q8_BLOCK_BYTES + 2 + j];
+            CHECK(v >= -127);
+            CHECK(std::fabs(x[b * 32 + j] - d * v) <= 0.57 * amax / 127 + 1e-30);
+        }
+    }
+}
+
+TEST_CASE("convert_mat: bf16/f16 round to nearest and widen back exactly") {
+    std::mt19937 rng(5);
+    TestMat W = random_mat(DType::F32, 3, 40, rng);
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+        std::vector<uint8_t> st;
+        Mat c = convert_mat(W.m, dt, st);
+        std::vector<float> row(40);
+        for (int r = 0; r < 3; r++) {
+            mat_row_to_f32(c, r, row.data());
+            for (int i = 0; i < 40; i++) {
+                float v = W.f32[r * 40 + i];
+                float expect = dt == DType::BF16 ? bf16_to_f32(f32_to_bf16(v))
+                             : dt == DType::F16  ? f16_to_f32(f32_to_f16(v)) : v;
+                CHECK(row[i] == expect);
+            }
+        }
+    }
+}
+
+TEST_CASE("vec_dot and vec_axpy (KV rows in f32, f16, bf16): fast equals plain within the bound, and its scalar twin bitwise") {
+    std::mt19937 rng(11);
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+        for (int n : {1, 5, 8, 9, 16, 63, 64, 65, 128}) {
+            std::string type = dtype_name(dt);
+            CAPTURE(type);
+            CAPTURE(n);
+            std::vector<float> a = random_vec(n, rng);
+            TestMat B = random_mat(dt, 1, n, rng);  // one row in the cache's type
+            std::vector<float> b(n);
+            mat_row_to_f32(B.m, 0, b.data());
+            double abs_sum = 0;
+            for (int i = 0; i < n; i++) abs_sum += std::fabs((double)a[i] * b[i]);
+            float plain = vec_dot_plain(a.data(), B.m.data, dt, n);
+            float fast = vec_dot_fast(a.data(), B.m.data, dt, n, true);
+            float scalar = vec_dot_fast(a.data(), B.m.data, dt, n, false);
+            CHECK(std::memcmp(&fast, &scalar, 4) == 0);
+            CHECK(std::fabs((double)fast - plain) <= (n / 8 + 4) * U * abs_sum + U * std::fabs(plain));
+
+            std::vector<float> y0 = random_vec(n, rng), yp = y0, yf = y0, ys = y0;
+            vec_axpy_plain(yp.data(), 0.37f, B.m.data, dt, n);
+            vec_axpy_fast(yf.data(), 0.37f, B.m.data, dt, n, true);
+            vec_axpy_fast(ys.data(), 0.37f, B.m.data, dt, n, false);
+            CHECK(bitwise_equal(yf, ys));
+            for (int i = 0; i < n; i++)  // plain rounds twice (multiply, add), fma once
+                CHECK(std::fabs(yf[i] - yp[i]) <= 2 * U * (std::fabs(0.37 * b[i]) + std::fabs(y0[i])));
+        }
+}
