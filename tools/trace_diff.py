@@ -6,7 +6,7 @@ tensor by tensor, layer by layer, and name the first one that differs.
                                          [--kernels plain] [--tol 5e-3] [--brief]
 
 Lantern side: `BINARY fwd MODEL --tokens ... --pos P --all --top 1 --kernels K -vv`. With -vv the
-engine prints one summary line per intermediate tensor (logging.cpp:watch_tensor): its name
+engine prints one summary line per intermediate tensor (logging.cpp:print_tensor): its name
 (L3.attn.q is layer 3's query projection), its shape, min, max, mean, rms and first four numbers.
 
 Reference side: tools/qwen2_torch.py in float64 on the same folder, with hooks that capture
