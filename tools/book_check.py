@@ -515,6 +515,7 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
 # ----------------------------------------------------------------------------- HTML
 
 LUA_FILTER = r"""
+local CODE_PATHS = __PATHS__
 -- Links between chapters: x.md -> x.html. Links to the code: one level further up,
 -- because the HTML lives in build/book/ instead of book/.
 local code_ref = "^([%w_./-]+%.%a+):([%a_~][%w_:.~]*)$"
@@ -545,7 +546,7 @@ end
 CSS = """body{max-width:46em;margin:2em auto;padding:0 1em;font:17px/1.55 Georgia,serif;color:#222}
 code,pre{font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
 pre{background:#f6f6f2;padding:.7em 1em;overflow-x:auto;border-left:3px solid #d9c98a}
-pre.try{border-left-color:#6a9f5c} div.cmd{font:13px monospace;color:#666;margin-top:1em}
+pre.try{border-left-color:#6a9f5c} div.cmd{font:13px monospace;color:#666;margin-top:1em;white-space:pre-wrap}
 a{color:#8a5a00} nav{margin:2em 0;padding-top:1em;border-top:1px solid #ddd;font-size:15px}
 table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.2em .5em}
 """
@@ -563,7 +564,7 @@ def render(args, src):
     for f in src.files:
         paths.setdefault(os.path.basename(f), f)
         paths[f] = f
-    lua = LUA_FILTER.replace("CODE_PATHS", "{" + ",".join('["%s"]="%s"' % (k, v) for k, v in paths.items()) + "}")
+    lua = LUA_FILTER.replace("__PATHS__", "{" + ",".join('["%s"]="%s"' % (k, v) for k, v in paths.items()) + "}")
     with open(os.path.join(out, "links.lua"), "w") as f:
         f.write(lua)
     with open(os.path.join(out, "book.css"), "w") as f:
@@ -585,7 +586,7 @@ def render(args, src):
                 if kind == "try":
                     line = m.group(1) + m.group(2) + " {.sh .try}"
                 elif kind == "output":
-                    lines.append('<div class="cmd">$ %s</div>\n' % html.escape(cmd))
+                    lines += ["```{=html}", '<div class="cmd">$ %s</div>' % html.escape(cmd), "```", ""]
                     line = m.group(1) + m.group(2) + " {.text .output}"
                 else:
                     line = m.group(1) + m.group(2) + " " + m.group(3).split()[0]
