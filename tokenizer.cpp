@@ -400,7 +400,7 @@ static const char GPT2_SPLIT_REGEX[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{
 static void read_pre_tokenizer(Tokenizer& tok, const json& p, bool& byte_level) {
     std::string type = json_str(p, "type");
     if (type == "Sequence") {
-        for (const json& step : p["pretokenizers"]) read_pre_tokenizer(tok, step, byte_level);
+        for (const json& step : p.value("pretokenizers", json::array())) read_pre_tokenizer(tok, step, byte_level);
     } else if (type == "ByteLevel") {
         byte_level = true;
         if (json_flag(p, "add_prefix_space", false)) fail("%s: ByteLevel add_prefix_space=true is not supported", tok.path.c_str());
@@ -481,22 +481,10 @@ static void set_token(Tokenizer& tok, int id, std::string piece, bool added) {
     tok.piece_to_id.slots[slot] = (uint64_t)h << 32 | ((uint32_t)id + 1);
 }
 
-void tokenizer_load(Tokenizer& tok, const std::string& path) {
-    auto t0 = std::chrono::steady_clock::now();
-    tok = Tokenizer();
-    std::string dir, text;
-    tok.path = path;
-    if (read_file(path + "/tokenizer.json", text)) { dir = path; tok.path = path + "/tokenizer.json"; }
-    else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
-    else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-
-    std::vector<std::pair<std::string, int>> vocab;
-    std::vector<std::string> merge_parts;
-    vocab.reserve(text.size() / 40);  // guesses that avoid regrowing: ~75 bytes per vocab entry + merge
-    merge_parts.reserve(text.size() / 20);
-    std::string rest = scan_tokenizer_json(text, tok.path, vocab, merge_parts);
-    json j = json::parse(rest, nullptr, false);
-    if (j.is_discarded()) fail("%s: not valid JSON", tok.path.c_str());
+// Everything that follows from the parsed file: ids, added tokens, merges,
+// normalizer, pre-tokenizer, decoder.
+static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::string, int>>& vocab,
+                            const std::vector<std::string>& merge_parts) {
     if (!j.is_object() || !j.contains("model") || json_str(j["model"], "type") != "BPE")
         fail("%s: model.type is not BPE", tok.path.c_str());
     if (vocab.empty()) fail("%s: model.vocab is missing or empty", tok.path.c_str());
@@ -513,6 +501,7 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     int max_id = -1;
     for (auto& v : vocab) max_id = std::max(max_id, v.second);
     for (const json& a : added) max_id = std::max(max_id, a.value("id", -1));
+    if (max_id >= (1 << 24)) fail("%s: token id %d is implausibly large", tok.path.c_str(), max_id);
     tok.vocab_size = max_id + 1;
     tok.id_to_piece.assign(tok.vocab_size, "");
     tok.id_to_bytes.assign(tok.vocab_size, "");
@@ -568,7 +557,7 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     // Normalizer: NFC or nothing.
     if (j.contains("normalizer") && !j["normalizer"].is_null()) {
         const json& n = j["normalizer"];
-        std::vector<json> steps = json_str(n, "type") == "Sequence" ? n["normalizers"].get<std::vector<json>>() : std::vector<json>{n};
+        json steps = json_str(n, "type") == "Sequence" ? n.value("normalizers", json::array()) : json::array({n});
         for (const json& s : steps) {
             if (json_str(s, "type") != "NFC") fail("%s: normalizer \"%s\" is not supported (only NFC)", tok.path.c_str(), json_str(s, "type").c_str());
             tok.nfc = true;
@@ -579,7 +568,29 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     if (!byte_level) fail("%s: no ByteLevel pre-tokenizer (only byte-level BPE is supported)", tok.path.c_str());
     if (!j.contains("decoder") || json_str(j["decoder"], "type") != "ByteLevel") fail("%s: decoder is not ByteLevel", tok.path.c_str());
     if (!tok.split_regex_source.empty()) compile_split_regex(tok);
+}
 
+void tokenizer_load(Tokenizer& tok, const std::string& path) {
+    auto t0 = std::chrono::steady_clock::now();
+    tok = Tokenizer();
+    std::string dir, text;
+    tok.path = path;
+    if (read_file(path + "/tokenizer.json", text)) { dir = path; tok.path = path + "/tokenizer.json"; }
+    else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
+    else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+
+    std::vector<std::pair<std::string, int>> vocab;
+    std::vector<std::string> merge_parts;
+    vocab.reserve(text.size() / 40);  // guesses that avoid regrowing: ~75 bytes per vocab entry + merge
+    merge_parts.reserve(text.size() / 20);
+    std::string rest = scan_tokenizer_json(text, tok.path, vocab, merge_parts);
+    json j = json::parse(rest, nullptr, false);
+    if (j.is_discarded()) fail("%s: not valid JSON", tok.path.c_str());
+    try {
+        build_tokenizer(tok, j, vocab, merge_parts);
+    } catch (const json::exception& e) {  // a field of the wrong type, e.g. "id": "7"
+        fail("%s: %s", tok.path.c_str(), e.what());
+    }
     // tokenizer_config.json: optional; only the eos token and the chat template.
     std::string config_text;
     if (read_file(dir + "/tokenizer_config.json", config_text)) {

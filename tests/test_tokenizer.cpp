@@ -269,3 +269,35 @@ TEST_CASE("tokenizer: a tiny tokenizer.json with its own sizes and ids") {
         CHECK_THROWS_AS(tokenizer_decode(tok, {302}), LanternError);
     }
 }
+
+// Damaged files: every one must be refused with a LanternError (a message,
+// not a crash or a foreign exception).
+TEST_CASE("tokenizer: damaged tokenizer.json files are refused cleanly") {
+    const std::string good = tiny_tokenizer_json(true);
+    std::vector<std::string> bad;
+    for (size_t cut : {size_t(0), size_t(1), size_t(10), good.size() / 3, good.find("\"merges\"") + 12, good.size() - 2})
+        bad.push_back(good.substr(0, cut));  // truncated
+    auto replaced = [&](const std::string& from, const std::string& to) {
+        std::string s = good;
+        size_t at = s.find(from);
+        REQUIRE(at != std::string::npos);
+        return s.replace(at, from.size(), to);
+    };
+    bad.push_back(replaced("\"id\": 300", "\"id\": \"300\""));            // id of the wrong type
+    bad.push_back(replaced("\"id\": 300", "\"id\": 99999999999"));        // implausible id
+    bad.push_back(replaced("\"type\": \"NFC\"", "\"type\": \"NFKC\""));   // unsupported normalizer
+    bad.push_back(replaced("\"type\": \"BPE\"", "\"type\": \"WordPiece\""));
+    bad.push_back(replaced("\"pretokenizers\"", "\"pretokenizerz\""));     // no ByteLevel step left
+    bad.push_back(replaced("\"Isolated\"", "\"Removed\""));
+    nlohmann::json unknown_piece = nlohmann::json::parse(good);
+    unknown_piece["model"]["merges"][1] = {"lo", "zz"};  // a merge of a piece not in the vocab
+    bad.push_back(unknown_piece.dump());
+    bad.push_back(replaced("(?!\\\\S)", "(?!\\\\S"));                     // a regex that does not compile
+    std::string path = "build/tests/damaged_tokenizer.json";
+    for (size_t i = 0; i < bad.size(); i++) {
+        { std::ofstream(path) << bad[i]; }
+        Tokenizer tok;
+        INFO("damaged file " << i);
+        CHECK_THROWS_AS(tokenizer_load(tok, path), LanternError);
+    }
+}
