@@ -393,9 +393,11 @@ static json envelope(const Engine& e, const Job& job, const char* object) {
 
 static json answer_json(const Engine& e, const Job& job) {
     json a = envelope(e, job, job.chat ? "chat.completion" : "text_completion");
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(job.result.finish)}};
+    json choice = {{"index", 0}};
     if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", job.result.text}};
     else choice["text"] = job.result.text;
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finish_reason(job.result.finish);
     a["choices"] = json::array({choice});
     a["usage"] = usage_json(job);
     return a;
@@ -405,9 +407,11 @@ static json answer_json(const Engine& e, const Job& job) {
 // reason with no text.
 static json chunk_json(const Engine& e, const Job& job, const json& delta, const char* finish) {
     json c = envelope(e, job, job.chat ? "chat.completion.chunk" : "text_completion");
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+    json choice = {{"index", 0}};
     if (job.chat) choice["delta"] = delta;
     else choice["text"] = delta.value("content", "");
+    choice["logprobs"] = nullptr;
+    choice["finish_reason"] = finish ? json(finish) : json(nullptr);
     c["choices"] = json::array({choice});
     return c;
 }
@@ -560,6 +564,14 @@ static void route(httplib::Server& svr, Engine& e) {
     });
     svr.set_logger(log_request);
     svr.set_payload_max_length(MAX_BODY_BYTES);
+    // httplib's default also sets SO_REUSEPORT, with which a second server
+    // on the same port starts without complaint and the kernel splits the
+    // connections between the two. SO_REUSEADDR alone still allows a quick
+    // restart, and a port in use is an error.
+    svr.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     // Enough handler threads for every waiting request, the running one and
     // a few more, so /health and the 503s still answer when the queue is full.
     int threads = e.opt.queue_limit + 4;
@@ -585,7 +597,7 @@ static ServeOptions parse_serve_args(int argc, char** argv) {
         };
         if (a == "--host") o.host = val();
         else if (a == "--port") o.port = int_arg("--port", val(), 0, 65535);
-        else if (a == "--queue") o.queue_limit = int_arg("--queue", val(), 0, 1000);
+        else if (a == "--queue") o.queue_limit = int_arg("--queue", val(), 1, 1000);
         else if (a == "--ctx") o.ctx = int_arg("--ctx", val(), 1, 1 << 30);
         else if (a == "--threads") o.threads = int_arg("--threads", val(), 1, 1024);
         else if (a == "--kernels") o.kernels = parse_kernel_set("--kernels", val());
@@ -619,6 +631,10 @@ int cmd_serve(int argc, char** argv) {
     // Ctrl-C and kill are taken by one thread with sigwait, not by a signal
     // handler: it can then lock and wake like any other thread. The mask is
     // set before any thread starts (OpenMP's too), so every thread inherits it.
+    // A background job of a script starts with SIGINT ignored, and an
+    // ignored signal is dropped before sigwait could see it.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
