@@ -66,11 +66,27 @@ code=$(post /v1/completions '{"prompt": "In the beginning", "max_tokens": 8, "te
 [ "$(json_field "$TMP/body" 'd["choices"][0]["text"]')" = "$(json_field "$TMP/raw.json" 'd["text"]')" ] ||
     fail "/v1/completions text differs from ./run --raw"
 ok "/v1/completions equals ./run --raw (greedy)"
-curl -sN --max-time 60 "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3,"temperature":0,"stream":true}' >"$TMP/sse"
-head -c 6 "$TMP/sse" | grep -q '^data: ' || fail "SSE does not start with 'data: '"
-[ "$(grep -c '^data: ' "$TMP/sse")" = 6 ] || fail "SSE: expected role + 3 pieces + finish + [DONE] = 6 events: $(cat "$TMP/sse")"
-[ "$(tail -n 2 "$TMP/sse" | head -n 1)" = "data: [DONE]" ] || fail "SSE does not end with data: [DONE]"
-ok "curl -N: 6 server-sent events, the last one data: [DONE]"
+# The stream, as bytes: a role event, the text in pieces (several tokens'
+# text may share one event when the model is faster than the reader), an
+# event with the finish reason, data: [DONE]. Same text as the answer.
+GREEDY='{"messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"temperature":0'
+post /v1/chat/completions "$GREEDY}" >/dev/null
+curl -sN --max-time 60 "$URL/v1/chat/completions" -d "$GREEDY, \"stream\": true}" >"$TMP/sse"
+python3 - "$TMP/sse" "$TMP/body" <<'PY' || fail "SSE stream: $(head -c 600 "$TMP/sse")"
+import json, sys
+raw = open(sys.argv[1]).read()
+events = raw.split("\n\n")
+assert events[-1] == "", "the stream must end with a blank line"
+data = [e[len("data: "):] for e in events[:-1]]
+assert all(e.startswith("data: ") for e in events[:-1]), "every event is one data: line"
+assert data[-1] == "[DONE]", "the last event is data: [DONE]"
+chunks = [json.loads(d) for d in data[:-1]]
+assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+assert chunks[-1]["choices"][0]["finish_reason"] == "length" and chunks[-1]["choices"][0]["delta"] == {}
+text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+assert text == json.load(open(sys.argv[2]))["choices"][0]["message"]["content"], "streamed text differs"
+print("ok   curl -N: data: events (role, %d with text, finish), then data: [DONE]; same text as unstreamed" % (len(chunks) - 2))
+PY
 
 # 3. Bad requests: status, error.param, error.code. Tab separated.
 long=$(python3 -c 'print("word " * 5000)')

@@ -656,13 +656,13 @@ def main():
     print("book check: %d chapters, MODEL=%s" % (len(chapters), env["MODEL"]), flush=True)
     per_chapter = {}
     for c in chapters:
-        before = len(rep.errors)
+        before, t0 = len(rep.errors), time.time()
         check_chapter(c, src, rep, args, env, stats, known)
-        per_chapter[shown_path(c)] = len(rep.errors) - before
+        per_chapter[shown_path(c)] = (len(rep.errors) - before, time.time() - t0)
     if args.list:
         return 0
-    for c, n in per_chapter.items():
-        print("%s %s%s" % ("ok  " if n == 0 else "FAIL", c, "" if n == 0 else " (%d problems)" % n))
+    for c, (n, dt) in per_chapter.items():
+        print("%s %-40s %5.0f s%s" % ("ok  " if n == 0 else "FAIL", c, dt, "" if n == 0 else "  (%d problems)" % n))
     print("book check: %d commands run, %d outputs compared, %d errors, %d warnings"
           % (stats["commands"], stats["outputs"], len(rep.errors), len(rep.warnings)))
     return 1 if rep.errors else 0
