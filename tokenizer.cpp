@@ -493,7 +493,7 @@ static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::
         fail("%s: subword prefixes/suffixes are not supported (not a byte-level BPE)", tok.path.c_str());
     if (model.contains("dropout") && model["dropout"].is_number() && model["dropout"].get<double>() > 0)
         LOGW(CAT_TOKENIZER, "tokenizer: BPE dropout is a training option; ignored");
-    tok.ignore_merges = json_flag(model, "ignore_merges", false);
+    if (json_flag(model, "ignore_merges", false)) fail("%s: BPE ignore_merges=true is not supported", tok.path.c_str());
 
     // Ids: the vocab and the added tokens together decide the size.
     const json empty = json::array();
@@ -513,10 +513,12 @@ static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::
         t.content = json_str(a, "content");
         t.id = a.value("id", -1);
         t.special = json_flag(a, "special", false);
-        t.lstrip = json_flag(a, "lstrip", false);
-        t.rstrip = json_flag(a, "rstrip", false);
         if (t.content.empty()) fail("%s: added token %d has no content", tok.path.c_str(), t.id);
-        if (json_flag(a, "single_word", false)) LOGW(CAT_TOKENIZER, "tokenizer: single_word of %s ignored", t.content.c_str());
+        // Options that make an added token swallow the spaces around it, or
+        // match only as a whole word: Qwen's tokens use none of them, and
+        // ignoring one would give other ids than Hugging Face, so refuse.
+        for (const char* option : {"lstrip", "rstrip", "single_word"})
+            if (json_flag(a, option, false)) fail("%s: added token %s: %s=true is not supported", tok.path.c_str(), t.content.c_str(), option);
         set_token(tok, t.id, t.content, true);
         tok.added.push_back(t);
     }
@@ -738,15 +740,7 @@ static void encode_pretoken(const Tokenizer& tok, const char* s, size_t n, Encod
         return;
     }
     size_t start = out.size();
-    if (tok.ignore_merges) {
-        std::string piece;
-        for (size_t i = 0; i < n; i++) utf8_append(piece, byte_to_char((unsigned char)s[i]));
-        int id = pieces_get(tok, piece);
-        if (id >= 0 && !tok.id_is_added[id]) out.push_back(id);
-        else bpe_word(tok, (const unsigned char*)s, (int)n, out, st.scratch);
-    } else {
-        bpe_word(tok, (const unsigned char*)s, (int)n, out, st.scratch);
-    }
+    bpe_word(tok, (const unsigned char*)s, (int)n, out, st.scratch);
     if (st.cache.size() < 200000) st.cache.emplace(key, std::make_pair((uint32_t)start, (uint32_t)(out.size() - start)));
 }
 
@@ -781,28 +775,6 @@ static void encode_plain(const Tokenizer& tok, const std::string& raw, EncodeSta
     if (text.size() > gap) encode_pretoken(tok, text.data() + gap, text.size() - gap, st);
 }
 
-static bool is_unicode_space(uint32_t c) {  // Unicode White_Space, as Rust's char::is_whitespace
-    return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-// Length of the whitespace at the start (forward) or end (!forward) of s[0,n).
-static size_t space_run(const char* s, size_t n, bool forward) {
-    size_t len = 0;
-    while (len < n) {
-        utf8proc_int32_t cp = -1;
-        size_t k = 1;
-        if (forward) k = (size_t)std::max<utf8proc_ssize_t>(1, utf8proc_iterate((const utf8proc_uint8_t*)s + len, n - len, &cp));
-        else {
-            while (k < n - len && ((unsigned char)s[n - len - k] & 0xC0) == 0x80) k++;
-            utf8proc_iterate((const utf8proc_uint8_t*)s + n - len - k, k, &cp);
-        }
-        if (cp < 0 || !is_unicode_space((uint32_t)cp)) break;
-        len += k;
-    }
-    return len;
-}
-
 std::vector<int> tokenizer_encode(const Tokenizer& tok, const std::string& text) {
     if (tok.vocab_size == 0) fail("tokenizer: encode before tokenizer_load");
     // Refuse invalid UTF-8 up front: the regex and NFC both assume valid text,
@@ -831,12 +803,9 @@ std::vector<int> tokenizer_encode(const Tokenizer& tok, const std::string& text)
             for (const AddedToken& t : tok.added)
                 if (text.compare(i, t.content.size(), t.content) == 0) { hit = &t; break; }
         if (!hit) { i++; continue; }
-        size_t before_end = i, after = i + hit->content.size();
-        if (hit->lstrip) before_end -= space_run(text.data() + plain_start, i - plain_start, false);
-        if (hit->rstrip) after += space_run(text.data() + after, text.size() - after, true);
-        if (before_end > plain_start) encode_plain(tok, text.substr(plain_start, before_end - plain_start), st);
+        if (i > plain_start) encode_plain(tok, text.substr(plain_start, i - plain_start), st);
         out.push_back(hit->id);
-        plain_start = i = after;
+        plain_start = i = i + hit->content.size();
     }
     if (text.size() > plain_start) encode_plain(tok, text.substr(plain_start), st);
     return out;

@@ -20,7 +20,6 @@ struct AddedToken {
     std::string content;
     int id = -1;
     bool special = false;
-    bool lstrip = false, rstrip = false;  // also swallow whitespace on that side
 };
 
 // What one merge does: the pair (left, right) becomes `result`; lower rank
@@ -59,7 +58,6 @@ struct Tokenizer {
     bool added_first_byte[256];     // can an added token start with this byte?
 
     bool nfc = false;            // normalizer is NFC (the only one supported)
-    bool ignore_merges = false;  // BPE option: a whole pre-token found in the vocab is one token
     std::string split_regex_source;
     std::shared_ptr<pcre2_real_code_8> split_regex;  // null: no Split step
     int vocab_size = 0;                              // largest id + 1
