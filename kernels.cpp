@@ -173,6 +173,19 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
     }
 }
 
+// Attention for one head and one query, the reference loops: a score per
+// cached position (dot product, scaled by 1/sqrt(head_dim) so the scores do
+// not grow with the head's width), softmax into weights that sum to 1, and
+// the weighted sum of the value rows.
+void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                    size_t stride, DType kv_type, int n, int head_dim) {
+    float scale = 1.0f / std::sqrt((float)head_dim);
+    for (int j = 0; j < n; j++) scores[j] = vec_dot_plain(q, keys + j * stride, kv_type, head_dim) * scale;
+    softmax(scores, n);
+    for (int i = 0; i < head_dim; i++) out[i] = 0.0f;
+    for (int j = 0; j < n; j++) vec_axpy_plain(out, scores[j], values + j * stride, kv_type, head_dim);
+}
+
 // Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127
 // and are stored as round(w/d) in int8 — GGUF's block_q8_0: the scale as
 // f16 (2 bytes), then the 32 int8 (32 bytes).

@@ -72,6 +72,14 @@ void swiglu(float* gate, const float* up, int n);
 // RoPE, Hugging Face "rotate_half" layout: dimension i is paired with
 // i + head_dim/2 (not with i+1). vec holds n_heads heads of head_dim each.
 void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
+// One attention head for one query over n >= 1 cached positions, the plain
+// way (net.cpp calls it under --kernels plain; chapters/attention):
+//   scores[j] = softmax_j(q . k_j / sqrt(head_dim))      scores: [n]
+//   out       = sum_j scores[j] * v_j                    out, q: [head_dim]
+// k_j and v_j are head_dim values of kv_type at keys + j*stride and
+// values + j*stride (stride in bytes: one cache row, all KV heads).
+void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                    size_t stride, DType kv_type, int n, int head_dim);
 
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.

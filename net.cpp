@@ -79,6 +79,12 @@ static void attention(Net& net, int layer, int T, int pos) {
             const float* q = &net.q[(size_t)t * q_dim + h * hd];
             float* s = scores + ((size_t)h * T + t) * kv_len;
             int kvh = h / group, n = pos + t + 1 - first;
+            if (g_kernels.set == KernelSet::Plain) {  // the same loops, as one reference function (kernels.cpp)
+                attention_head(&net.att[(size_t)t * q_dim + h * hd], s, q, net.kv.key(layer, first, kvh, hd),
+                               net.kv.value(layer, first, kvh, hd), (size_t)net.kv.kv_dim * net.kv.elt(), kv_type, n, hd);
+                for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
+                continue;
+            }
             for (int j = 0; j < n; j++) s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
             softmax(s, n);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
