@@ -6,6 +6,7 @@
 // (what a forward call is, what it costs), that one follows the reader
 // (what a page should show and how it should look).
 #include "trace_report.h"
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -98,6 +99,12 @@ bool trace_start(const TraceOptions& opt, const std::string& command) {
 }
 
 bool trace_recording() { return g_rec.on; }
+
+int positions_run(const Recorder& r) {
+    int n = 0;
+    for (const ForwardRecord& f : r.forwards) n = std::max(n, f.pos + f.T);
+    return n;
+}
 double trace_now_us() { return log_now_us(); }
 
 void trace_span(const char* name, double t0_us) {
@@ -108,6 +115,7 @@ void trace_set_model(const Model& m, const Tokenizer& tok) {
     if (!g_rec.on) return;
     g_rec.model = &m;
     g_rec.tok = &tok;
+    g_rec.cfg = m.cfg;
     AttentionMaps& a = g_rec.attention;
     a.n_layers = m.cfg.n_layers;
     a.n_heads = m.cfg.n_heads;
@@ -144,8 +152,17 @@ static void write_file(const std::string& path, const std::string& text) {
     if (!f || !(f << text) || !f.flush()) fail("%s: cannot write", path.c_str());
 }
 
+// Recording ends: the probes go back to what the log level needs. What was
+// recorded stays in g_rec until the next trace_start (tests read it).
+static void detach() {
+    g_rec.on = false;
+    g_probe_listener = nullptr;
+    g_watch_tensors = g_probe_forward = g_log_level >= LOG_DEBUG;
+}
+
 void trace_finish(const std::string& output, const std::string& finish) {
     if (!g_rec.on) return;
+    detach();
     g_rec.output += output;
     g_rec.finish = finish;
     if (!g_rec.opt.json_path.empty()) {
@@ -157,6 +174,8 @@ void trace_finish(const std::string& output, const std::string& finish) {
         write_file(g_rec.opt.report_path, report_html(g_rec));
         LOGI(CAT_KEY, "report written to %s (open it in a browser; it needs no network)", g_rec.opt.report_path.c_str());
     }
+    g_rec.model = nullptr;  // the caller's, about to go
+    g_rec.tok = nullptr;
 }
 
 void write_graph_dot(const std::string& path, const Config& c) {
@@ -184,9 +203,8 @@ std::string command_line(const char* program, int argc, char** argv) {
 }
 
 void trace_reset() {
+    if (g_rec.on) detach();
     g_rec = Recorder();
-    g_probe_listener = nullptr;
-    g_watch_tensors = g_probe_forward = g_log_level >= LOG_DEBUG;
 }
 
 // ---------------------------------------------------------------------------
@@ -220,7 +238,8 @@ struct TraceWriter {
                  {{"rms_in", l.rms_in}, {"rms_out", l.rms_out}, {"attn_entropy_bits", l.entropy_bits}});
     }
     void sample(const TokenRecord& t, double t0) {
-        std::string text = r.tok ? utf8_sanitize(token_bytes(*r.tok, t.info.token)) : "";
+        int id = t.info.token;
+        std::string text = r.tok && id < tokenizer_vocab_size(*r.tok) ? utf8_sanitize(token_bytes(*r.tok, id)) : "";
         span("sample", "sample", t0, t.t_us, {{"token", t.info.token}, {"text", text}, {"p", t.info.prob}});
     }
 };
@@ -302,7 +321,7 @@ std::string model_graph_dot(const Config& c) {
     s += b;
     s += "    tokens -> embed";
     for (auto& n : names) s += " -> " + n;
-    s += " -> final_norm -> lm_head -> sampler;\n"
+    s += " -> final_norm -> lm_head -> sampler [weight=8];\n"
          "    sampler -> tokens [style=dashed, constraint=false, label=\" decode: the new\\n token goes back in\"];\n"
          "  }\n";
     snprintf(b, sizeof b,

@@ -74,7 +74,8 @@ struct Recorder {
     // The run, for the first section of the report.
     std::string command, prompt, output, finish;
     SamplerParams sampling;
-    const Model* model = nullptr;
+    Config cfg;                        // a copy: it outlives the run
+    const Model* model = nullptr;      // borrowed until trace_finish
     const Tokenizer* tok = nullptr;
 
     std::vector<SpanRecord> spans;
@@ -88,6 +89,8 @@ struct Recorder {
     AttentionMaps attention;
 };
 extern Recorder g_rec;
+// How many positions went through the model (the last sampled token never does).
+int positions_run(const Recorder& r);
 
 // ---------------------------------------------------------------------------
 // The run's side. Call order: trace_start, (trace_span)*, trace_set_model,
@@ -103,9 +106,10 @@ void trace_set_model(const Model& m, const Tokenizer& tok);
 void trace_set_prompt(const std::string& prompt, const SamplerParams& s);
 void trace_turn_begin();  // chat: the next forward calls are a new prefill
 void trace_token(int token, const SampleInfo& info);  // GenerateHooks::on_token
-// Writes what opt asked for; throws LanternError when a file can't be written.
+// Stops recording and writes what opt asked for; throws LanternError when a
+// file can't be written. g_rec keeps the recording until the next start.
 void trace_finish(const std::string& output, const std::string& finish);
-// Recording off and everything cleared (tests run several in one process).
+// Recording off and everything cleared.
 void trace_reset();
 // --graph FILE.dot: model_graph_dot written to a file. Needs only the config.
 void write_graph_dot(const std::string& path, const Config& c);

@@ -42,7 +42,8 @@ std::string esc(const std::string& s) {
 // A token's text as a person should see it: valid UTF-8, a newline as ↵,
 // a tab as ⇥, other control bytes as \xNN. Spaces stay spaces.
 std::string token_text(const Recorder& r, int id) {
-    if (!r.tok || id < 0) return "#" + std::to_string(id);
+    // Ids past the tokenizer's are the model's padding rows: no text.
+    if (!r.tok || id < 0 || id >= tokenizer_vocab_size(*r.tok)) return "#" + std::to_string(id);
     std::string s = utf8_sanitize(token_bytes(*r.tok, id)), out;
     for (unsigned char c : s) {
         if (c == '\n') out += "\u21b5";
@@ -255,3 +256,18 @@ std::string sparkline_svg(const TensorSeries& t, const Recorder& r) {
     return fmt("<svg class='spark' viewBox='0 0 %.0f %.0f' width='%.0f' height='%.0f'><polyline points='", W, H, W, H) + pts + "'/>" + dots + "</svg>";
 }
 
+
+// The colour ramp with ticks at the weights they stand for (tick x is
+// sqrt(p), the scale the cells are stored in).
+std::string heat_legend_svg() {
+    const double W = 300, w = 280, x0 = 10;
+    std::string s = fmt("<svg class='ramp' viewBox='0 0 %.0f 34' width='%.0f' height='34'><defs><linearGradient id='ramp'>", W, W);
+    for (int i = 0; i < 5; i++)
+        s += fmt("<stop offset='%d%%' stop-color='rgb(%.0f,%.0f,%.0f)'/>", i * 25, ANCHORS[i][0], ANCHORS[i][1], ANCHORS[i][2]);
+    s += fmt("</linearGradient></defs><rect x='%.0f' y='2' width='%.0f' height='12' fill='url(#ramp)'/>", x0, w);
+    for (double p : {0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0}) {
+        double x = x0 + std::sqrt(p) * w;
+        s += fmt("<line x1='%.1f' y1='14' x2='%.1f' y2='18' stroke='#666'/><text x='%.1f' y='30' class='tick' text-anchor='middle'>%g</text>", x, x, x, p);
+    }
+    return s + "</svg>";
+}

@@ -16,6 +16,8 @@ std::string base64(const std::string& bytes);
 // One n x n attention heatmap of `layer` as a PNG data URI; head -1 is the
 // mean over the heads.
 std::string heatmap_png(const AttentionMaps& a, int layer, int head, int n);
+// Its colour ramp, with ticks at the weights.
+std::string heat_legend_svg();
 
 // The Gantt chart of the run between t0 and t1 (microseconds).
 std::string timeline_svg(const Recorder& r, double t0, double t1, const char* title);

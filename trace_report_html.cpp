@@ -136,10 +136,16 @@ static std::string section_bound(const Recorder& r) {
         s += fmt("Decode has one token per call, so it does about %.1f FLOPs for each byte it fetches; prefill had %.1f "
                  "tokens per call and did %.1f. A CPU core does tens of FLOPs in the time it takes to fetch one byte "
                  "from RAM, so decode spends its time waiting for weights (<b>memory-bound</b>: at best, memory bandwidth "
-                 "divided by %s per token), while prefill keeps the arithmetic busy (<b>compute-bound</b>). In this run "
-                 "prefill reached %.2f GFLOP/s and decode %.2f GFLOP/s (%.1fx less), while decode streamed %.2f GB/s of weights.</p>",
-                 id, (double)p[0].tokens / p[0].forwards, ip, bytes_str(wb).c_str(), gp, gd, gd > 0 ? gp / gd : 0,
-                 p[1].cost.weight_bytes / (p[1].ms / 1000) / 1e9);
+                 "divided by %s per token), while prefill keeps the arithmetic busy (<b>compute-bound</b>). ",
+                 id, (double)p[0].tokens / p[0].forwards, ip, bytes_str(wb).c_str());
+        if (gp > gd)
+            s += fmt("In this run prefill reached %.2f GFLOP/s, %.1f times decode's %.2f, while decode streamed %.2f GB/s of weights.</p>",
+                     gp, gp / gd, gd, p[1].cost.weight_bytes / (p[1].ms / 1000) / 1e9);
+        else
+            s += fmt("In this run prefill did <i>not</i> beat decode (%.2f against %.2f GFLOP/s): the first forward call of "
+                     "a process also pays one-time costs (weights paged in from the file on first touch, buffers allocated, "
+                     "threads started), and with %d prompt tokens on a model this small they outweigh the arithmetic. "
+                     "A longer prompt, or the 0.5B model, shows the effect.</p>", gp, gd, p[0].tokens);
     } else {
         s += "</p>";
     }
@@ -247,7 +253,7 @@ static std::string section_layers(const Recorder& r) {
 
 static std::string section_attention(const Recorder& r) {
     const AttentionMaps& a = r.attention;
-    int n = std::min(a.cap, (int)r.pos_token.size());
+    int n = std::min(a.cap, positions_run(r));
     if (a.cells.empty() || n == 0) return "";
     int first_gen = n;
     for (int p = 0; p < n; p++)
@@ -256,17 +262,18 @@ static std::string section_attention(const Recorder& r) {
                         "<p>Row <i>i</i> of a map is what the token at position <i>i</i> looked at: column <i>j</i> is the weight "
                         "it gave position <i>j</i> (each row sums to 1). Grey is the future it may not see. Positions 0&ndash;%d "
                         "are shown%s; the prompt is positions 0&ndash;%d. <b>Click a map</b> to enlarge it with its tokens.</p>",
-                        n - 1, n < (int)r.pos_token.size() ? fmt(" (of %zu)", r.pos_token.size()).c_str() : "", first_gen - 1);
-    s += "<div class='legend-bar'><span>weight</span><span class='ramp'></span><span class='dim'>0 &middot; 0.01 &middot; 0.06 &middot; 0.25 &middot; 0.56 &middot; 1 "
-         "(square-root scale)</span></div><div id='focus' hidden><div class='fhead'><b id='ftitle'></b> <button id='fclose'>close</button></div>"
+                        n - 1, n < positions_run(r) ? fmt(" (of %d)", positions_run(r)).c_str() : "", first_gen - 1);
+    s += "<div class='legend-bar'><span>attention weight</span>" + heat_legend_svg() + "<span class='dim'>(square-root scale: the small "
+         "weights, most of them, get more of the colours)</span></div><div id='focus' hidden><div class='fhead'><b id='ftitle'></b> <button id='fclose'>close</button></div>"
          "<div class='fgrid'><div></div><div id='fcols'></div><div id='frows'></div><img id='fimg' alt='enlarged heatmap'></div></div>"
          "<div class='scroll'><table class='heat'><tr><th></th><th>mean</th>";
     for (int h = 0; h < a.n_heads; h++) s += fmt("<th>head %d</th>", h);
     s += "</tr>";
+    int px = std::max(60, std::min(150, 1080 / (a.n_heads + 2) - 6));  // one row fits the page
     for (int l = 0; l < a.n_layers; l++) {
         s += fmt("<tr><th>L%d</th>", l);
         for (int h = -1; h < a.n_heads; h++)
-            s += fmt("<td><img class='hm' data-layer='%d' data-head='%d' alt='layer %d %s' src='", l, h, l,
+            s += fmt("<td><img class='hm' style='width:%dpx;height:%dpx' data-layer='%d' data-head='%d' alt='layer %d %s' src='", px, px, l, h, l,
                      h < 0 ? "mean of heads" : fmt("head %d", h).c_str()) + heatmap_png(a, l, h, n) + "'></td>";
         s += "</tr>";
     }
@@ -360,10 +367,9 @@ table.sm td { border: 1px solid #f0ede6; padding: 1px 3px; text-align: center; b
 svg.spark polyline { stroke: #2f5f99; stroke-width: 1.2; } .sp-dot { fill: var(--prefill); }
 table.heat th { font-size: 12px; font-weight: 500; color: var(--dim); padding: 2px 4px; }
 table.heat td { padding: 2px; }
-img.hm { width: 88px; height: 88px; image-rendering: pixelated; border: 1px solid #d6d2c8; cursor: zoom-in; display: block; }
+img.hm { image-rendering: pixelated; border: 1px solid #d6d2c8; cursor: zoom-in; display: block; }
 img.hm:hover { outline: 2px solid var(--prefill); }
 .legend-bar { display: flex; gap: 10px; align-items: center; font-size: 13px; margin: 6px 0; }
-.ramp { width: 220px; height: 12px; border-radius: 2px; background: linear-gradient(90deg, rgb(22,26,52), rgb(92,42,122), rgb(198,64,96), rgb(244,150,64), rgb(255,241,172)); }
 #focus { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px; margin: 10px 0; }
 .fgrid { display: grid; grid-template-columns: 130px auto; grid-template-rows: 96px auto; }
 #fcols { display: grid; align-items: end; } #fcols span { writing-mode: vertical-rl; transform: rotate(180deg); overflow: hidden; font: 11px ui-monospace, monospace; white-space: pre; }
@@ -431,7 +437,7 @@ std::string report_html(const Recorder& r) {
     // The tokens at each drawn position, for the enlarged heatmap's axes.
     // "</" is escaped so that no token can close the <script> element.
     nlohmann::json data = {{"tokens", nlohmann::json::array()}, {"generated", nlohmann::json::array()}};
-    int n = std::min(r.attention.cap, (int)r.pos_token.size());
+    int n = std::min(r.attention.cap, positions_run(r));
     for (int p = 0; p < n; p++) {
         data["tokens"].push_back(token_text(r, r.pos_token[p]));
         data["generated"].push_back((bool)r.pos_generated[p]);
