@@ -83,6 +83,14 @@ test: deps
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh
 
+# Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
+# (generated once: ~1 GB of random bf16 weights) in four weight types, then
+# the tokenizer.
+bench: all
+	@[ -f models/qwen2.5-0.5b/model.safetensors ] || $(BUILD)/gen_model --preset qwen2.5-0.5b --out models/qwen2.5-0.5b
+	./run bench models/qwen2.5-0.5b --quant bf16,q8_0,f16,f32
+	@if [ -f tools/bench_tokenizer.sh ]; then bash tools/bench_tokenizer.sh; fi
+
 clean:
 	rm -rf $(BUILD) run
 
