@@ -103,3 +103,12 @@ book:
 
 book-check: all models
 	@/usr/bin/python3 tools/book_check.py
+
+# Exercises (chapters/README.md): `make exercise EX=rmsnorm` builds the
+# student's chapters/rmsnorm/stub.cpp into the engine in place of the real
+# function and runs its checker; SOLUTION=1 puts the engine's own function
+# in the stub's place (it must pass). Without EX: the list.
+.PHONY: exercise
+exercise: all $(BUILD)/run_lib.o
+	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS) $(BUILD)/run_lib.o" \
+	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)

@@ -1,0 +1,322 @@
+// checker_common.h — what every exercise checker shares.
+//
+// A checker is linked with two versions of the exercise's functions: the
+// engine's own, renamed f_reference, and the student's, renamed f_student
+// (chapters/build_exercise.sh explains how). The checker defines f itself,
+// forwarding to one of the two according to g_side. So it can
+//   1. call both on the same inputs and compare the results, case by case;
+//   2. run the whole engine once with each and compare what comes out.
+//
+// Feedback is the point of a checker: every failed case says what the input
+// was, what was expected, what came back, and what the usual cause is.
+#pragma once
+#include <csignal>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+#include "common.h"
+#include "logging.h"
+#include "kernels.h"
+#include "model.h"
+#include "net.h"
+#include "run.h"
+#include "tokenizer.h"
+
+// Which version the engine's calls reach.
+enum class Side { Reference, Student };
+inline Side g_side = Side::Student;
+
+// printf into a std::string.
+inline std::string fmt(const char* f, ...) {
+    char buf[4096];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+// ---------------------------------------------------------------------------
+// Cases and groups.
+//
+// Cases come in groups ("random vectors", "edge cases", "end to end"). A
+// passing group prints one line. A failing group prints its first failure
+// in full (later ones just by name): one clear problem at a time is easier
+// to act on than a wall of numbers.
+
+inline std::string g_case;           // the case running now: named if the student's code crashes
+inline int g_groups_failed = 0, g_groups = 0;
+
+struct Group {
+    std::string name;
+    int cases = 0, failed = 0;
+    explicit Group(const std::string& n) : name(n) { g_groups++; }
+    // Names the case about to run (for the crash message and for fail()).
+    void start(const std::string& c) {
+        g_case = name + ": " + c;
+        cases++;
+    }
+    // The running case failed. `detail` says what happened, `hint` why it
+    // usually happens; both may span lines.
+    void fail(const std::string& detail, const std::string& hint) {
+        failed++;
+        if (failed == 1) {
+            printf("FAIL  %s\n", g_case.c_str());
+            print_indented(detail);
+            if (!hint.empty()) print_indented("hint: " + hint);
+        } else if (failed <= 4) {
+            printf("      also fails: %s\n", g_case.c_str());
+        }
+        fflush(stdout);
+    }
+    // Ends the group; returns true when every case passed.
+    bool end() {
+        if (failed == 0) printf("ok    %s (%d case%s)\n", name.c_str(), cases, cases == 1 ? "" : "s");
+        else {
+            printf("      -> %s: %d of %d cases failed\n", name.c_str(), failed, cases);
+            g_groups_failed++;
+        }
+        fflush(stdout);
+        g_case.clear();
+        return failed == 0;
+    }
+    static void print_indented(const std::string& text) {
+        size_t at = 0;
+        while (at <= text.size()) {
+            size_t nl = text.find('\n', at);
+            if (nl == std::string::npos) nl = text.size();
+            printf("      %s\n", text.substr(at, nl - at).c_str());
+            at = nl + 1;
+        }
+    }
+};
+
+// The last line, and the exit status: 0 only when every group passed.
+inline int finish(const char* exercise) {
+    if (g_groups_failed == 0)
+        printf("\nPASS  %s: all %d groups of checks pass. Well done.\n", exercise, g_groups);
+    else
+        printf("\nNOT YET  %s: %d of %d groups failed. Fix the first FAIL above and run again.\n", exercise,
+               g_groups_failed, g_groups);
+    return g_groups_failed == 0 ? 0 : 1;
+}
+
+// A crash in the student's code should still name the case that caused it.
+inline void on_crash(int sig) {
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "\nCRASH (%s) during: %s\n      hint: usually an index outside an array: check every loop's "
+                     "bounds against the sizes in the stub's comment.\n",
+                     sig == SIGSEGV ? "segmentation fault" : sig == SIGFPE ? "arithmetic error" : "abort",
+                     g_case.empty() ? "(setup)" : g_case.c_str());
+    if (n > 0) (void)!write(1, buf, (size_t)std::min(n, (int)sizeof buf - 1));
+    _exit(3);
+}
+
+// Call first in main(): crash handler, unbuffered-enough output, the title.
+inline void checker_begin(const char* exercise, const char* what) {
+    signal(SIGSEGV, on_crash);
+    signal(SIGFPE, on_crash);
+    signal(SIGABRT, on_crash);
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    g_log_level = LOG_WARN;  // the engine's info lines would bury the feedback
+    printf("Checking %s: %s\n\n", exercise, what);
+}
+
+// ---------------------------------------------------------------------------
+// Numbers.
+
+// Random inputs: a fixed seed, so a failing case fails the same way every run.
+inline std::mt19937& rng() {
+    static std::mt19937 g(20240601);
+    return g;
+}
+inline float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng()); }
+inline float gaussian(float sd = 1.0f) { return std::normal_distribution<float>(0.0f, sd)(rng()); }
+inline int rand_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }  // [lo, hi]
+inline std::vector<float> gaussians(int n, float sd = 1.0f) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = gaussian(sd);
+    return v;
+}
+
+// A few elements of v, around index `at`: "[3]=0.25, [4]=-1.5, ...".
+inline std::string show(const float* v, int n, int at = 0, int count = 6) {
+    int from = std::max(0, std::min(at - 2, n - count));
+    std::string s;
+    if (from > 0) s += "..., ";
+    for (int i = from; i < n && i < from + count; i++) s += fmt("[%d]=%.7g%s", i, v[i], i + 1 < n ? ", " : "");
+    if (from + count < n) s += "...";
+    return s;
+}
+inline std::string show(const std::vector<float>& v, int at = 0) { return show(v.data(), (int)v.size(), at); }
+
+// Compares got with expected elementwise. Element i may be off by
+//   rtol * (|expected[i]| + rms(expected))
+// — relative to its own size and to the vector's typical size, so an
+// element that happens to be near zero does not demand absurd precision.
+// Returns "" when close, else a description of the first difference (and a
+// diagnosis when the whole output has a recognisable shape: all zeros, NaN,
+// the same wrong factor everywhere).
+inline std::string compare(const float* expected, const float* got, int n, double rtol = 1e-5) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)expected[i] * expected[i];
+    double rms = n ? std::sqrt(ss / n) : 0;
+    int bad = -1, n_bad = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double e = expected[i], g = got[i];
+        bool same = (std::isinf(e) && e == g) || (std::isnan(e) && std::isnan(g));
+        double err = std::fabs(e - g);
+        if (!same && !(err <= rtol * (std::fabs(e) + rms) + 1e-30)) {
+            if (bad < 0) bad = i;
+            n_bad++;
+            if (!(err <= worst)) worst = err;
+        }
+    }
+    if (bad < 0) return "";
+    std::string s = fmt("element %d: expected %.9g, got %.9g (%d of %d elements differ)\n", bad, expected[bad], got[bad],
+                        n_bad, n);
+    s += "expected: " + show(expected, n, bad) + "\n";
+    s += "got:      " + show(got, n, bad);
+    bool zeros = true, stub = true, nonfinite = false;
+    for (int i = 0; i < n; i++) {
+        if (got[i] != 0) zeros = false;
+        if (got[i] != 0 || std::signbit(got[i])) stub = false;  // x * 0 can give -0; a stub's 0.0f cannot
+        if (!std::isfinite(got[i]) && std::isfinite(expected[i])) nonfinite = true;
+    }
+    if (stub) s += "\n(your output is all zeros: is the function still the stub?)";
+    else if (zeros) s += "\n(your output is all zeros)";
+    else if (nonfinite) s += "\n(your output has inf or NaN where the expected value is finite: an overflow, or 0/0?)";
+    else if (std::fabs(expected[bad]) > 1e-20) {
+        double k = (double)got[bad] / expected[bad];
+        bool same_factor = true;
+        for (int i = 0; i < n; i++)
+            if (std::fabs(expected[i]) > 1e-6 * rms && std::fabs((double)got[i] - k * expected[i]) > 1e-4 * std::fabs(k * expected[i]))
+                same_factor = false;
+        if (same_factor) s += fmt("\n(every element is off by the same factor %.6g)", k);
+    }
+    return s;
+}
+inline std::string compare(const std::vector<float>& e, const std::vector<float>& g, double rtol = 1e-5) {
+    if (e.size() != g.size()) return fmt("expected %zu values, got %zu", e.size(), g.size());
+    return compare(e.data(), g.data(), (int)e.size(), rtol);
+}
+
+inline std::string show_ids(const std::vector<int>& ids, size_t at = 0, size_t count = 12) {
+    size_t from = at > 3 ? at - 3 : 0;
+    std::string s = "[";
+    if (from > 0) s += "..., ";
+    for (size_t i = from; i < ids.size() && i < from + count; i++) s += fmt("%d%s", ids[i], i + 1 < ids.size() ? ", " : "");
+    if (from + count < ids.size()) s += "...";
+    return s + "]";
+}
+// "" when equal, else where the two id lists first part.
+inline std::string compare_ids(const std::vector<int>& expected, const std::vector<int>& got) {
+    if (expected == got) return "";
+    size_t i = 0;
+    while (i < expected.size() && i < got.size() && expected[i] == got[i]) i++;
+    std::string s = fmt("they first differ at index %zu (expected %zu ids, got %zu)\n", i, expected.size(), got.size());
+    s += "expected: " + show_ids(expected, i) + "\n";
+    s += "got:      " + show_ids(got, i);
+    return s;
+}
+
+// ---------------------------------------------------------------------------
+// End to end, on models/tiny: random weights, but the real Qwen tokenizer
+// and every line of the forward pass and the sampler.
+
+inline const char* TINY = "models/tiny";
+
+// Loads models/tiny (with whichever side g_side says) and its tokenizer.
+// On failure the group records why and false comes back.
+inline bool load_tiny(Group& g, Model& m, Tokenizer& tok) {
+    g.start("load models/tiny");
+    try {
+        load_model(m, TINY);
+        tokenizer_load(tok, TINY);
+        return true;
+    } catch (const LanternError& e) {
+        g.fail(fmt("loading %s failed: %s", TINY, e.what()),
+               "models/tiny comes from `make models`; if it is there, the error above is the engine's.");
+        return false;
+    }
+}
+
+// Teacher forcing, both sides in lockstep: one KV cache per side, the same
+// tokens into both (the prompt, then the reference's greedy choices), and
+// after every forward the two logit rows compared. Catches a kernel that is
+// slightly off long before it changes a generated token.
+// The sequence starts at position `start` (0 normally; later to test
+// positions a short prompt never reaches).
+inline void check_forward(Group& g, const Model& m, const std::vector<int>& prompt, int steps, double rtol,
+                          int start = 0, DType kv_type = DType::F32) {
+    Net ref, stu;
+    net_init(ref, m, start + (int)prompt.size() + steps + 1, kv_type);
+    net_init(stu, m, start + (int)prompt.size() + steps + 1, kv_type);
+    int V = m.cfg.vocab;
+    std::vector<int> tokens = prompt;
+    int at = 0;  // index into tokens
+    for (int step = 0; step <= steps; step++) {
+        int T = step == 0 ? (int)prompt.size() : 1, pos = start + at;
+        g.start(step == 0 ? fmt("forward over the %d-token prompt at positions %d..%d", T, pos, pos + T - 1)
+                          : fmt("decode step %d at position %d", step, pos));
+        try {
+            g_side = Side::Reference;
+            const float* r = forward(ref, &tokens[at], T, pos, false);
+            std::vector<float> want(r, r + V);
+            g_side = Side::Student;
+            const float* got = forward(stu, &tokens[at], T, pos, false);
+            std::string diff = compare(want.data(), got, V, rtol);
+            if (!diff.empty()) {
+                g.fail("the logits (scores of all " + std::to_string(V) + " tokens) differ: " + diff,
+                       g_groups_failed ? "fix the failures above first: they are smaller and say more."
+                                       : "the cases above pass but the whole model does not? Look for what they "
+                                         "miss: the model's real sizes, positions past 0, several heads.");
+                return;
+            }
+            at += T;
+            tokens.push_back(sample_argmax(want.data(), V));
+        } catch (const LanternError& e) {
+            g.fail(std::string("the engine stopped with an error: ") + e.what(), "");
+            return;
+        }
+    }
+}
+
+// generate() once with each side (fresh cache, fresh sampler) and compare
+// the ids: the prompt's and the generated ones.
+inline void check_generate(Group& g, const Model& m, const Tokenizer& tok, const std::string& prompt_text,
+                           const GenerateParams& params, const std::string& what, const std::string& hint) {
+    g.start(what);
+    GenerateResult res[2];
+    for (int side = 0; side < 2; side++) {
+        g_side = side == 0 ? Side::Reference : Side::Student;
+        try {
+            Net net;
+            net_init(net, m, 512);
+            Sampler s;
+            sampler_init(s, params.sampling);
+            std::vector<int> prompt = tokenizer_encode(tok, prompt_text);
+            res[side] = generate(net, tok, s, prompt, 0, params);
+        } catch (const LanternError& e) {
+            g.fail(std::string(side == 0 ? "the reference" : "your version") + " stopped with an error: " + e.what(), hint);
+            g_side = Side::Student;
+            return;
+        }
+    }
+    g_side = Side::Student;
+    std::string d = compare_ids(res[0].prompt_ids, res[1].prompt_ids);
+    if (!d.empty()) return g.fail("the prompt's token ids differ: " + d, hint);
+    d = compare_ids(res[0].ids, res[1].ids);
+    if (!d.empty())
+        return g.fail(fmt("prompt \"%s\": the generated ids differ: ", prompt_text.c_str()) + d +
+                          fmt("\nexpected text: \"%s\"\ngot text:      \"%s\"", res[0].text.c_str(), res[1].text.c_str()),
+                      hint);
+}

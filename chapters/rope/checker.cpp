@@ -1,0 +1,105 @@
+// chapters/rope/checker.cpp — the student's apply_rope against the engine's.
+//
+// 1. the book's worked example; 2. position 0 (nothing moves); 3. random
+// heads of awkward widths at many positions and both thetas; 4. long
+// context (positions near 32767); 5. the whole model: logits of models/tiny
+// at every step of a greedy generation, starting at 0 and at 4000.
+#include "../checker_common.h"
+
+void apply_rope_reference(float* vec, int n_heads, int head_dim, int pos, float theta);
+void apply_rope_student(float* vec, int n_heads, int head_dim, int pos, float theta);
+
+// The engine's calls land here.
+void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
+    if (g_side == Side::Reference) apply_rope_reference(vec, n_heads, head_dim, pos, theta);
+    else apply_rope_student(vec, n_heads, head_dim, pos, theta);
+}
+
+// What a wrong answer most often means, found by trying the usual mistakes
+// on the same input: the interleaved layout, the opposite direction.
+static std::string diagnose(const std::vector<float>& in, const std::vector<float>& got, int n_heads, int hd, int pos,
+                            float theta) {
+    if (got == in) return "your function left vec unchanged (is it still the stub?)";
+    std::vector<float> v = in;  // interleaved pairs (2i, 2i+1)
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < hd / 2; i++) {
+            double a = pos * std::pow((double)theta, -2.0 * i / hd);
+            float c = (float)std::cos(a), s = (float)std::sin(a);
+            float* p = &v[(size_t)h * hd + 2 * i];
+            float x = p[0], y = p[1];
+            p[0] = x * c - y * s;
+            p[1] = y * c + x * s;
+        }
+    if (compare(v, got, 1e-4).empty())
+        return "you rotate neighbours (2i, 2i+1): that is the interleaved layout. Qwen pairs i with i + head_dim/2.";
+    v = in;  // the other way round
+    apply_rope_reference(v.data(), n_heads, hd, -pos, theta);
+    if (compare(v, got, 1e-4).empty()) return "you rotate the wrong way: the angle's sign is flipped (check the two -/+).";
+    return "";
+}
+
+static const char* GENERIC =
+    "angle = pos * theta^(-2i/head_dim): i counts pairs (0 .. head_dim/2 - 1), the exponent is negative, and both "
+    "new values use the old a and b.";
+
+static void run_case(Group& g, int n_heads, int hd, int pos, float theta, double rtol, const std::string& hint = "") {
+    g.start(fmt("n_heads=%d, head_dim=%d, pos=%d, theta=%g", n_heads, hd, pos, theta));
+    std::vector<float> in = gaussians(n_heads * hd), want = in, got = in;
+    apply_rope_reference(want.data(), n_heads, hd, pos, theta);
+    apply_rope_student(got.data(), n_heads, hd, pos, theta);
+    std::string d = compare(want, got, rtol);
+    if (!d.empty()) {
+        std::string why = diagnose(in, got, n_heads, hd, pos, theta);
+        g.fail("vec in: " + show(in) + "\n" + d, !why.empty() ? why : !hint.empty() ? hint : GENERIC);
+    }
+}
+
+int main() {
+    checker_begin("rope", "rotate pairs (i, i + head_dim/2) by pos * theta^(-2i/head_dim)");
+
+    Group book("the book's worked example");
+    book.start("v=(1,0,0,1), head_dim 4, pos 1, theta 10000 -> (0.5403, -0.0100, 0.8415, 1.0000)");
+    {
+        std::vector<float> in = {1, 0, 0, 1}, want = in, got = in;
+        apply_rope_reference(want.data(), 1, 4, 1, 10000.0f);
+        apply_rope_student(got.data(), 1, 4, 1, 10000.0f);
+        std::string d = compare(want, got, 1e-4);
+        if (!d.empty()) {
+            std::string why = diagnose(in, got, 1, 4, 1, 10000.0f);
+            book.fail(d, why.empty() ? GENERIC : why);
+        }
+    }
+    book.end();
+
+    Group zero("position 0: every angle is 0, nothing moves");
+    for (int hd : {2, 8, 64}) run_case(zero, 3, hd, 0, 1e6f, 1e-6, "at pos 0, cos = 1 and sin = 0: vec must come back unchanged.");
+    zero.end();
+
+    // Float angles are fine up to a few thousand positions at this
+    // tolerance; the long-context group below is stricter.
+    Group rnd("random heads, positions 1..1000");
+    for (int hd : {2, 4, 6, 10, 16, 64, 128})
+        for (int n_heads : {1, 2, 14})
+            for (float theta : {1e4f, 1e6f}) run_case(rnd, n_heads, hd, rand_int(1, 1000), theta, 2e-4);
+    rnd.end();
+
+    Group longctx("long context: positions near 32767");
+    for (int pos : {20000, 30000, 32767})
+        run_case(longctx, 2, 64, pos, 1e6f, 1e-4,
+                 "the angle pos * freq is near 30000 radians here; a float that large is only precise to ~0.002, "
+                 "so cos and sin come out visibly wrong. Compute freq and the angle in double (cast the result of "
+                 "cos and sin to float).");
+    longctx.end();
+
+    Group e2e("end to end: models/tiny, logits at every step of a greedy generation");
+    Model m;
+    Tokenizer tok;
+    kernels_init(KernelSet::Plain, 1);
+    if (load_tiny(e2e, m, tok)) {
+        std::vector<int> prompt = tokenizer_encode(tok, "Rotary embeddings tell attention how far apart two tokens are.");
+        check_forward(e2e, m, prompt, 8, 1e-4);
+        if (e2e.failed == 0) check_forward(e2e, m, prompt, 4, 1e-4, 4000);
+    }
+    e2e.end();
+    return finish("rope");
+}
