@@ -127,7 +127,8 @@ struct Job {
     std::string unsent;  // text made but not yet sent
     bool done = false;
     GenerateResult result;
-    std::string error;   // generation failed (not the client's fault)
+    std::string error;   // no answer (not the client's fault)
+    int error_status = 500;
     std::atomic<bool> cancelled{false};
 };
 
@@ -144,7 +145,7 @@ struct Engine {
     std::mutex mu;  // guards the three below
     std::condition_variable cv;
     std::deque<std::shared_ptr<Job>> waiting;
-    bool stopping = false;
+    std::atomic<bool> stopping{false};  // also read, unlocked, by the running job's on_text
     std::atomic<int> next_id{0};
 };
 
@@ -329,11 +330,11 @@ static void run_job(Engine& e, Job& job) {
         trace_set_prompt(job.prompt_text, job.gen.sampling);
     }
     GenerateHooks hooks;
-    hooks.on_text = [&job](const std::string& piece) {
+    hooks.on_text = [&job, &e](const std::string& piece) {
         std::lock_guard<std::mutex> lk(job.mu);
         job.unsent += piece;
         job.cv.notify_all();
-        return !job.cancelled;
+        return !job.cancelled && !e.stopping;
     };
     if (tracing) hooks.on_token = trace_token;
     std::string error;
@@ -350,13 +351,17 @@ static void run_job(Engine& e, Job& job) {
             LOGW(CAT_SERVER, "%s", ex.what());
         }
     }
-    if (r.finish == Finish::Aborted)
+    if (r.finish == Finish::Aborted && !job.cancelled) {  // Ctrl-C: the answer is cut, say so
+        job.error_status = 503;
+        error = "the server is shutting down";
+    } else if (r.finish == Finish::Aborted)
         LOGI(CAT_SERVER, "request %d: the client went away; generation stopped after %zu tokens", job.id, r.ids.size());
     finish_job(job, std::move(r), error);
 }
 
-// The model thread's loop. It ends when the server stops; jobs still
-// waiting then get an error instead of an answer.
+// The model thread's loop. It ends when the server stops: the running job
+// stops at its next piece of text, and it and the jobs still waiting get an
+// error instead of an answer.
 static void serve_jobs(Engine& e) {
     for (;;) {
         std::shared_ptr<Job> job;
@@ -369,7 +374,10 @@ static void serve_jobs(Engine& e) {
             e.waiting.pop_front();
             stopping = e.stopping;
         }
-        if (stopping) finish_job(*job, GenerateResult(), "the server is shutting down");
+        if (stopping) {
+            job->error_status = 503;
+            finish_job(*job, GenerateResult(), "the server is shutting down");
+        }
         else run_job(e, *job);
     }
 }
@@ -496,7 +504,7 @@ static void handle_generate(Engine& e, const std::string& body, httplib::Respons
     if (job->stream) return stream_answer(e, job, res);
     std::unique_lock<std::mutex> lk(job->mu);
     job->cv.wait(lk, [&] { return job->done; });
-    if (!job->error.empty()) return send_error(res, {500, job->error, "", ""});
+    if (!job->error.empty()) return send_error(res, {job->error_status, job->error, "", ""});
     res.set_content(dump(answer_json(e, *job)), "application/json");
     note_tokens(*job, finish_name(job->result.finish));
 }
