@@ -52,10 +52,10 @@ struct Tokenizer {
     PieceIndex piece_to_id;                // vocab + added tokens, by file string
     MergeTable merges;
     int num_merges = 0;
-    int byte_to_id[256];  // the single-byte token for each byte value (-1: none)
+    int byte_to_id[256] = {};  // the single-byte token for each byte value (-1: none)
 
     std::vector<AddedToken> added;  // longest content first
-    bool added_first_byte[256];     // can an added token start with this byte?
+    bool added_first_byte[256] = {};  // can an added token start with this byte?
 
     bool nfc = false;            // normalizer is NFC (the only one supported)
     std::string split_regex_source;
