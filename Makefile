@@ -9,6 +9,7 @@ ARCH     ?= -march=native
 CXXFLAGS ?= -O2 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter $(ARCH) -fopenmp
 LDLIBS   += -fopenmp -lutf8proc -lpcre2-8 -lpthread -lcpp-httplib
 BUILD    := build
+.DEFAULT_GOAL := all
 
 # Every top-level .cpp is one part of the engine; run.cpp also holds main().
 ENGINE_SRCS := $(filter-out run.cpp,$(wildcard *.cpp))
