@@ -8,7 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl nodejs npm chromium"
+python3-torch python3-numpy bible-kjv pandoc libcpp-httplib-dev curl chromium"
+# Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
+# conflicts with Debian's npm package), so it is asked for by command.
+command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
+command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
 
 missing=""
 for p in $APT_PACKAGES; do
@@ -18,7 +22,14 @@ if [ -n "$missing" ]; then
     echo "deps: installing Debian packages:$missing"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+    # All at once first; if apt refuses the set, one by one, so one bad
+    # package cannot keep the others out, and the error names it.
+    if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null; then
+        for p in $missing; do
+            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$p" >/dev/null ||
+                echo "deps: could not install $p" >&2
+        done
+    fi
 fi
 
 # The Qwen tokenizer: Qwen3's tokenizer.json shares Qwen2.5's vocab, merges,
