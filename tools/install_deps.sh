@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy bible-kjv pandoc libcpp-httplib-dev curl chromium"
+python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
 command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
