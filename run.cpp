@@ -21,6 +21,7 @@
 #include "run.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "trace_report.h"
 
 // JSON string literal for any bytes: escapes quotes, backslashes and
 // control characters; other bytes pass through (invalid UTF-8 is the
@@ -128,8 +129,11 @@ int cmd_fwd(int argc, char** argv) {
         else if (a == "--quant") {
             quant = val();
             if (quant != "q8_0" && quant != "none") fail("--quant: \"%s\" is not q8_0 or none", quant.c_str());
-        } else if (a == "-v") g_log_level = LOG_DEBUG;
-        else if (a == "-vv") { g_log_level = LOG_TRACE; g_watch_tensors = true; }
+        } else if (a == "-v") set_log_verbosity(1);
+        else if (a == "-vv") set_log_verbosity(2);
+        else if (a == "--trace-layers") g_watch_filter.layers = parse_index_list("--trace-layers", val());
+        else if (a == "--trace-pos") g_watch_filter.positions = parse_index_list("--trace-pos", val());
+        else if (a == "--trace-match") g_watch_filter.names = split_commas(val());
         else if (!a.empty() && a[0] != '-' && ids.empty() && i + 1 < argc && argv[i + 1][0] != '-') {
             ids = {parse_int_arg("TOKEN", argv[i], 0, 0x7fffffff)};  // the book's form: TOKEN POS
             pos = parse_int_arg("POS", argv[++i], 0, 1 << 30);
@@ -301,6 +305,7 @@ struct GenOptions {
     GenerateParams gen;
     std::string system;
     bool raw = false, json = false, gen_config = false, help = false;
+    TraceOptions trace;  // --report, --trace-json, --graph
     int ctx = 0;  // 0: the model's max positions, at most 4096
     int threads = 0;                      // 0: all cores
     KernelSet kernels = KernelSet::Fast;  // kernels.h
@@ -387,10 +392,21 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
              else fail("--prefill: \"%s\" is not batched or stepwise", v); }},
         {"--gen-config", nullptr, "off", "start from the model's generation_config.json (flags still win)", [&](const char*) { o.gen_config = true; }},
         {"--json", nullptr, "off", "print one JSON object (text, ids, finish reason, timings) instead of the text", [&](const char*) { o.json = true; }},
-        {"-v", nullptr, "off", "debug log: one line per sampled token with its top-5", [&](const char*) { g_log_level = LOG_DEBUG; }},
-        {"-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) {
-             g_log_level = LOG_TRACE;
-             g_watch_tensors = true; }},
+        {"-v", nullptr, "off", "debug log: one line per sampled token with its top-5, one per layer per forward", [&](const char*) {
+             set_log_verbosity(1); }},
+        {"-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) { set_log_verbosity(2); }},
+        {"--trace-layers", "LIST", "all", "-vv shows only these layers, e.g. 0,3,5-7", [&](const char* v) {
+             g_watch_filter.layers = parse_index_list("--trace-layers", v); }},
+        {"--trace-pos", "LIST", "all", "-vv shows only these positions, e.g. 0,4", [&](const char* v) {
+             g_watch_filter.positions = parse_index_list("--trace-pos", v); }},
+        {"--trace-match", "TEXT", "all", "-vv shows only tensors whose name contains TEXT (a,b: either)", [&](const char* v) {
+             g_watch_filter.names = split_commas(v); }},
+        {"--report", "[FILE.html]", "trace_report.html", "write an HTML report of the run: timeline, tokens, layers, attention, graph", [&](const char* v) {
+             o.trace.report_path = v ? v : "trace_report.html"; }},
+        {"--trace-json", "FILE", "off", "write a Chrome trace (Perfetto): load, tokenize, prefill, decode steps, layers", [&](const char* v) {
+             o.trace.json_path = v; }},
+        {"--graph", "FILE.dot", "off", "write the computation graph as Graphviz DOT (needs no prompt)", [&](const char* v) {
+             o.trace.graph_path = v; }},
         {"-h, --help", nullptr, "", "this list", [&](const char*) { o.help = true; }},
     };
 }
@@ -436,6 +452,13 @@ static void parse_flags(int argc, char** argv, GenOptions& o) {
         }
         const Flag* f = find_flag(flags, a);
         if (!f) fail("unknown flag \"%s\" (./run --help lists them)", a.c_str());
+        // An optional value ("[FILE.html]") is taken only when the next word
+        // ends in ".html": otherwise `./run --report "prompt"` would eat the prompt.
+        if (f->value && f->value[0] == '[') {
+            bool take = i + 1 < argc && strlen(argv[i + 1]) > 5 && !strcmp(argv[i + 1] + strlen(argv[i + 1]) - 5, ".html");
+            f->set(take ? argv[++i] : nullptr);
+            continue;
+        }
         if (f->value && i + 1 >= argc) fail("%s needs a value (%s)", a.c_str(), f->value);
         f->set(f->value ? argv[++i] : nullptr);
     }
@@ -529,13 +552,25 @@ static void print_json(const GenerateResult& r) {
 // ./run [MODEL] "prompt" [flags]: generation (prefill + decode)
 int cmd_generate(int argc, char** argv) {
     GenOptions o = parse_generation_args(argc, argv, 2, "usage: ./run [MODEL] \"prompt\" [flags]");
+    if (!o.trace.graph_path.empty()) {
+        // --graph needs only config.json; without a prompt it is all this run does.
+        bool no_prompt = o.positional.empty() ||
+                         (o.positional.size() == 1 && access((o.positional[0] + "/config.json").c_str(), F_OK) == 0);
+        std::string model = o.positional.size() == 2 || (no_prompt && o.positional.size() == 1) ? o.positional[0] : default_model_path();
+        write_graph_dot(o.trace.graph_path, parse_config(model_dir(model) + "/config.json"));
+        if (no_prompt) return 0;
+    }
+    trace_start(o.trace, command_line("./run", argc, argv));  // does nothing unless --report / --trace-json
     if (o.positional.empty()) fail("no prompt given (usage: ./run [MODEL] \"prompt\" [flags]; ./run --help)");
     if (o.raw && !o.system.empty()) fail("--system needs the chat template; it does nothing with --raw");
     std::string path = o.positional.size() == 2 ? o.positional[0] : default_model_path();
     const std::string& prompt = o.positional.back();
 
     Session s;
+    double t0 = trace_now_us();
     load_session(s, path, o);
+    trace_span("load", t0);
+    trace_set_model(s.model, s.tok);
     std::string text = prompt;
     if (!o.raw) {
         std::vector<ChatMessage> msgs;
@@ -543,7 +578,10 @@ int cmd_generate(int argc, char** argv) {
         msgs.push_back({"user", prompt});
         text = apply_chat_template(msgs, true);
     }
+    t0 = trace_now_us();
     std::vector<int> ids = tokenizer_encode(s.tok, text);
+    trace_span("tokenize", t0);
+    trace_set_prompt(text, o.gen.sampling);
 
     Sampler sampler;
     sampler_init(sampler, o.gen.sampling);
@@ -553,10 +591,14 @@ int cmd_generate(int argc, char** argv) {
         fflush(stdout);
         return true;
     };
+    if (trace_recording()) hooks.on_token = trace_token;  // top-5 of every token, only when recorded
+    t0 = trace_now_us();
     GenerateResult r = generate(s.net, s.tok, sampler, ids, 0, o.gen, hooks);
+    trace_span("generate", t0);
     if (o.json) print_json(r);
     else if (isatty(1)) printf("\n");  // a terminal's prompt should not start mid-line
     print_summary(r);
+    trace_finish(r.text, finish_name(r.finish));
     return 0;
 }
 
@@ -569,8 +611,14 @@ int cmd_chat(int argc, char** argv) {
     if (o.raw) fail("chat always uses the chat template; --raw does not apply");
     if (!o.gen.stop_strings.empty()) fail("chat stops at the end of each reply; --stop does not apply");
     std::string path = o.positional.empty() ? default_model_path() : o.positional[0];
+    if (!o.trace.graph_path.empty()) write_graph_dot(o.trace.graph_path, parse_config(model_dir(path) + "/config.json"));
+    trace_start(o.trace, command_line("./run chat", argc, argv));
     Session s;
+    double t0 = trace_now_us();
     load_session(s, path, o);
+    trace_span("load", t0);
+    trace_set_model(s.model, s.tok);
+    std::string transcript;  // for the report
     Sampler sampler;
     sampler_init(sampler, o.gen.sampling);
     ChatSession chat;
@@ -598,7 +646,15 @@ int cmd_chat(int argc, char** argv) {
             fprintf(stderr, "(conversation reset)\n");
             continue;
         }
+        if (trace_recording()) {
+            hooks.on_token = trace_token;
+            trace_turn_begin();
+            trace_set_prompt(line, o.gen.sampling);
+        }
+        t0 = trace_now_us();
         GenerateResult r = chat_turn(chat, s.net, s.tok, sampler, line, o.gen, hooks);
+        trace_span("generate", t0);
+        transcript += (transcript.empty() ? "" : "\n") + r.text;
         if (r.prompt_ids.empty() && r.finish == Finish::Context) {
             fprintf(stderr, "context full: %d of %d positions used. Type /reset to start a new conversation.\n",
                     s.net.n_past, s.net.kv.n_ctx);
@@ -611,6 +667,7 @@ int cmd_chat(int argc, char** argv) {
             fprintf(stderr, "context full: the reply was cut at %d positions. Type /reset to start over.\n",
                     s.net.kv.n_ctx);
     }
+    trace_finish(transcript, "chat");
     return 0;
 }
 

@@ -293,8 +293,9 @@ inline void check_forward(Group& g, const Model& m, const std::vector<int>& prom
 // generate() once with each side (fresh cache, fresh sampler) and compare
 // the ids: the prompt's and the generated ones.
 inline void check_generate(Group& g, const Model& m, const Tokenizer& tok, const std::string& prompt_text,
-                           const GenerateParams& params, const std::string& what, const std::string& hint) {
+                           const GenerateParams& params, const std::string& what, std::string hint) {
     g.start(what);
+    if (g_groups_failed) hint = "fix the failures above first: they are smaller and say more.";
     GenerateResult res[2];
     for (int side = 0; side < 2; side++) {
         g_side = side == 0 ? Side::Reference : Side::Student;

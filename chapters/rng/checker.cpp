@@ -1,0 +1,189 @@
+// chapters/rng/checker.cpp — the student's rng_next, rng_uniform and
+// sample_roulette against the engine's.
+//
+// 1. the book's numbers for seed 1; 2. long streams from many seeds (the
+// outputs and the state left behind, bit for bit); 3. uniform's range at
+// its extremes; 4. the roulette's boundaries, zeros and fallback, then
+// random wheels up to the vocabulary's size; 5. whole generations of
+// models/tiny at several seeds and temperatures: the same token ids.
+#include "../checker_common.h"
+
+uint32_t rng_next_reference(Rng& r);
+uint32_t rng_next_student(Rng& r);
+float rng_uniform_reference(Rng& r);
+float rng_uniform_student(Rng& r);
+int sample_roulette_reference(const float* probs, int n, double r);
+int sample_roulette_student(const float* probs, int n, double r);
+
+// The engine's calls land here.
+uint32_t rng_next(Rng& r) { return g_side == Side::Reference ? rng_next_reference(r) : rng_next_student(r); }
+float rng_uniform(Rng& r) { return g_side == Side::Reference ? rng_uniform_reference(r) : rng_uniform_student(r); }
+int sample_roulette(const float* probs, int n, double r) {
+    return g_side == Side::Reference ? sample_roulette_reference(probs, n, r) : sample_roulette_student(probs, n, r);
+}
+
+static std::string state(const Rng& r) { return fmt("x=%u y=%u z=%u w=%u", r.x, r.y, r.z, r.w); }
+
+// rng_next from the same state on both sides, `count` times.
+static void check_stream(Group& g, const std::string& name, Rng start, int count) {
+    g.start(name + " (" + state(start) + ")");
+    Rng a = start, b = start;
+    for (int i = 0; i < count; i++) {
+        Rng before = a;
+        uint32_t want = rng_next_reference(a), got = rng_next_student(b);
+        if (want != got || a.x != b.x || a.y != b.y || a.z != b.z || a.w != b.w) {
+            std::string hint =
+                got == 0 ? "your rng_next returned 0: is it still the stub?"
+                : want != got
+                    ? "t comes from the old x; the words move down (x <- y, y <- z, z <- w); the new w is built from "
+                      "the old w and t. Every variable uint32_t. Retrace the book's step for seed 1 by hand."
+                    : "the number is right but the state is not: after the call x, y, z, w must hold the old y, z, w "
+                      "and the new w.";
+            return g.fail(fmt("call #%d from state %s:\nexpected %u (0x%08x), state after: %s\ngot      %u (0x%08x), "
+                              "state after: %s",
+                              i + 1, state(before).c_str(), want, want, state(a).c_str(), got, got, state(b).c_str()),
+                          hint);
+        }
+    }
+}
+
+static void check_uniform(Group& g, const std::string& name, Rng start, int count) {
+    g.start(name + " (" + state(start) + ")");
+    Rng a = start, b = start;
+    for (int i = 0; i < count; i++) {
+        Rng before = a;
+        float want = rng_uniform_reference(a), got = rng_uniform_student(b);
+        if (want != got || !(got >= 0.0f && got < 1.0f)) {
+            Rng copy = before;
+            uint32_t bits = rng_next_reference(before), yours = rng_next_student(copy);
+            std::string hint = bits != yours ? "your rng_next gives other bits here: fix it first (the group above)."
+                             : got >= 1.0f ? "1.0 is outside [0, 1): with bits near 2^32, dividing all 32 bits in "
+                                             "float rounds up to 1. Keep the top 24 bits (bits >> 8) and multiply "
+                                             "by 2^-24."
+                                           : "keep the top 24 of the 32 bits (bits >> 8) and scale by 1/16777216.";
+            return g.fail(fmt("draw #%d: the next 32 random bits are %u (0x%08x)\nexpected %.9g (= %u / 2^24)\ngot      "
+                              "%.9g",
+                              i + 1, bits, bits, want, bits >> 8, got),
+                          hint);
+        }
+    }
+}
+
+static void check_roulette(Group& g, const std::string& name, const std::vector<float>& probs, double r,
+                           const std::string& hint) {
+    int n = (int)probs.size();
+    g.start(fmt("%s (n=%d, r=%.9g)", name.c_str(), n, r));
+    int want = sample_roulette_reference(probs.data(), n, r), got = sample_roulette_student(probs.data(), n, r);
+    if (want != got) {
+        std::string s = fmt("expected index %d, got %d\nweights: %s", want, got, show(probs, want).c_str());
+        if (got >= 0 && got < n) s += fmt("\nthe weight at your index %d is %.9g", got, probs[got]);
+        g.fail(s, hint);
+    }
+}
+
+int main() {
+    checker_begin("rng", "xorshift128, a uniform float, and the roulette draw");
+
+    Group book("the book's numbers for seed 1");
+    {
+        Rng r;
+        rng_seed(r, 1);
+        book.start("seed 1: first rng_next is 3690984874");
+        Rng s = r;
+        uint32_t got = rng_next_student(s);
+        if (got != 3690984874u)
+            book.fail(fmt("state x=1 y=1812433254 z=1900727103 w=3690981084\nexpected 3690984874, got %u", got),
+                      "t = 1 ^ (1 << 11) = 2049; new w = 3690981084 ^ (3690981084 >> 19) ^ 2049 ^ (2049 >> 8).");
+        book.start("seed 1: first rng_uniform is 14417909 / 2^24 = 0.8594");
+        s = r;
+        float u = rng_uniform_student(s);
+        if (u != 14417909.0f / 16777216.0f)
+            book.fail(fmt("expected %.9g, got %.9g", 14417909.0f / 16777216.0f, u),
+                      "3690984874 >> 8 = 14417909; times 2^-24.");
+    }
+    book.end();
+
+    Group stream("rng_next: 10,000 numbers from each of several states");
+    for (uint32_t seed : {1u, 12345u, 42u, 4294967295u, 2166136261u}) {
+        Rng r;
+        rng_seed(r, seed);
+        check_stream(stream, fmt("seed %u", seed), r, 10000);
+    }
+    {
+        Rng r;
+        r.x = 0x80000000u, r.y = 0xFFFFFFFFu, r.z = 0x7FFFFFFFu, r.w = 0xFFFFFFFFu;  // sign bits set everywhere
+        check_stream(stream, "top bits set", r, 1000);
+    }
+    stream.end();
+
+    Group uni("rng_uniform: [0, 1) and 24 bits");
+    for (uint32_t seed : {1u, 12345u, 7u}) {
+        Rng r;
+        rng_seed(r, seed);
+        check_uniform(uni, fmt("seed %u, 10,000 draws", seed), r, 10000);
+    }
+    {
+        // x = 0 makes t = 0, so the next output is w ^ (w >> 19):
+        // w = 0xFFFFE000 gives 0xFFFFFFFF, the largest possible; w = 0 gives 0.
+        Rng top{0, 5, 6, 0xFFFFE000u}, zero{0, 5, 6, 0};
+        check_uniform(uni, "the largest bits 0xFFFFFFFF must stay below 1", top, 1);
+        check_uniform(uni, "bits 0 give 0", zero, 1);
+    }
+    uni.end();
+
+    Group wheel("sample_roulette: boundaries, zeros, fallback");
+    check_roulette(wheel, "the book's wheel 0.60/0.25/0.15, first draw", {0.60f, 0.25f, 0.15f}, 0.1613,
+                   "0.1613 lands in token 0's segment [0, 0.60).");
+    check_roulette(wheel, "the book's wheel, second draw", {0.60f, 0.25f, 0.15f}, 0.8553,
+                   "0.8553 is past 0.60 + 0.25 = 0.85: token 2.");
+    check_roulette(wheel, "r exactly on a boundary", {0.25f, 0.25f, 0.5f}, 0.25,
+                   "the running total must be greater than r, strictly: at r = 0.25 token 0's segment [0, 0.25) "
+                   "is already behind.");
+    check_roulette(wheel, "r = 0 with leading zero weights", {0.0f, 0.0f, 0.5f, 0.5f}, 0.0,
+                   "a token with weight 0 has an empty segment and can never be drawn.");
+    check_roulette(wheel, "rounding: r a hair past the total", {0.5f, 0.5f, 0.0f, 0.0f}, 1.0000001,
+                   "when the loop ends without finding r, take the last index with a nonzero weight (here 1), "
+                   "not n - 1: tokens 2 and 3 have weight 0.");
+    check_roulette(wheel, "all weights 0", {0.0f, 0.0f, 0.0f}, 0.0, "with nothing to draw, return 0.");
+    check_roulette(wheel, "one token", {0.7f}, 0.3, "");
+    wheel.end();
+
+    Group rndwheel("sample_roulette: random wheels");
+    for (int n : {2, 5, 40, 1000, 151936}) {
+        for (int k = 0; k < 8; k++) {
+            std::vector<float> p(n);
+            double sum = 0;
+            for (auto& x : p) {
+                x = uniform(0, 1) < 0.3f ? 0.0f : uniform(0, 1);
+                sum += x;
+            }
+            double r = (k == 7 ? 0.9999 : uniform(0, 1)) * sum;
+            check_roulette(rndwheel, "random weights, 30% zeros", p, r,
+                           n > 10000 ? "with 151,936 weights a float running total drifts by whole weights; "
+                                       "keep it in a double, like r."
+                                     : "the first index whose running total (a double) is greater than r.");
+        }
+    }
+    rndwheel.end();
+
+    Group e2e("end to end: generate() on models/tiny, the same token ids");
+    Model m;
+    Tokenizer tok;
+    kernels_init(KernelSet::Fast, 1);
+    if (load_tiny(e2e, m, tok)) {
+        struct Run { float temp; int top_k; uint32_t seed; };
+        for (Run run : {Run{0.8f, 40, 1}, Run{0.8f, 40, 12345}, Run{1.0f, 0, 7}, Run{1.5f, 0, 99}}) {
+            GenerateParams p;
+            p.n_predict = 24;
+            p.sampling.temperature = run.temp;
+            p.sampling.top_k = run.top_k;
+            p.sampling.seed = run.seed;
+            check_generate(e2e, m, tok, "Once upon a time", p,
+                           fmt("-t %g -k %d -s %u, 24 tokens", run.temp, run.top_k, run.seed),
+                           "the parts above pass but whole generations differ? Every token uses one rng_uniform "
+                           "and one sample_roulette; with -k 0 the wheel has all 151,936 tokens.");
+        }
+    }
+    e2e.end();
+    return finish("rng");
+}
