@@ -178,11 +178,17 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
         return hooks.on_text ? hooks.on_text(piece) : true;
     };
 
+    // Sample only among ids the tokenizer can spell. Models pad their
+    // embedding table past the last real token (Qwen2.5: 151,936 rows for
+    // 151,665 tokens) for faster matmuls; those rows are never trained to
+    // be picked, but random or quantized weights can still give them mass.
+    int n_sample = std::min(cfg.vocab, tokenizer_vocab_size(tok));
+
     SampleInfo info;
     auto first = start;
     res.finish = Finish::Length;
     while ((int)res.ids.size() < params.n_predict) {
-        int t = sample(sampler, logits, cfg.vocab, want_info ? &info : nullptr);
+        int t = sample(sampler, logits, n_sample, want_info ? &info : nullptr);
         if (res.ids.empty()) {
             first = std::chrono::steady_clock::now();
             res.ttft_ms = ms_since(start);

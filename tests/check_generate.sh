@@ -150,6 +150,12 @@ for args in "--top-p 2" "--temp -1" "-n abc" "--no-such-flag" "--raw --system hi
 done
 $RUN $M "Hello" -k -1 -t 0.5 -n 2 >/dev/null 2>&1; check "negative top-k is allowed (off)" $?
 
+# With top-k off, random weights give the padded embedding rows (ids past the
+# tokenizer's last token) real probability; they must never be sampled.
+$RUN $M "Hi" -t 1 -k 0 -n 300 -s 1 --json >"$T/pad.json" 2>"$T/pad.err" &&
+    [ "$(json "$T/pad.json" "len(d['ids'])")" = 300 ]
+check "sampling never picks padded vocabulary rows (top-k off, 300 tokens)" $?
+
 $RUN --help >"$T/help" 2>&1
 ok=$?
 for f in -t --temp -k --top-k --top-p -s --seed -n --n-predict --repeat-penalty --frequency-penalty \
