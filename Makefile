@@ -105,6 +105,13 @@ book:
 book-check: all models
 	@/usr/bin/python3 tools/book_check.py
 
+# The trace report in a real browser (headless Chromium): its script must run
+# without a JavaScript error; leaves a screenshot in build/report.png. Also
+# part of `make test`, as tests/check_report.sh.
+.PHONY: report-check
+report-check: all models
+	@bash tests/check_report.sh
+
 # Exercises (chapters/README.md): `make exercise EX=rmsnorm` builds the
 # student's chapters/rmsnorm/stub.cpp into the engine in place of the real
 # function and runs its checker; SOLUTION=1 puts the engine's own function
