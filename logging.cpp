@@ -144,14 +144,14 @@ static void print_tensor(const char* full, int pos0, const float* data, int rows
     if (kept == 0) return;
     char where[48];
     int last = scores ? pos0 + (s_fwd_T > 0 ? s_fwd_T : 1) - 1 : pos0 + rows - 1;
-    if (!want.empty()) snprintf(where, sizeof where, "%d of %d rows", kept, rows);
+    if (!want.empty()) snprintf(where, sizeof where, "%d/%d rows", kept, rows);
     else if (last > pos0) snprintf(where, sizeof where, "pos %d..%d", pos0, last);
     else snprintf(where, sizeof where, "pos %d", pos0);
-    char bad[48] = "";
+    char head[64] = "", bad[48] = "";  // the row's first (up to) four numbers
+    for (int i = 0, n = 0; i < cols && i < 4; i++) n += snprintf(head + n, sizeof head - n, "%s%.4g", i ? " " : "", first[i]);
     if (st.bad) snprintf(bad, sizeof bad, "  NON-FINITE %zu", st.bad);
-    log_line(LOG_TRACE, CAT_FORWARD, 0, "%-16s [%d, %d] %-12s min %9.4g  max %9.4g  mean %9.4g  rms %9.4g  first [%.4g %.4g %.4g %.4g]%s",
-             full, rows, cols, where, st.min, st.max, stats_mean(st), stats_rms(st), first[0],
-             cols > 1 ? first[1] : 0.0, cols > 2 ? first[2] : 0.0, cols > 3 ? first[3] : 0.0, bad);
+    log_line(LOG_TRACE, CAT_FORWARD, 0, "%-16s [%d, %d] %-12s min %9.4g  max %9.4g  mean %9.4g  rms %9.4g  first [%s]%s",
+             full, rows, cols, where, st.min, st.max, stats_mean(st), stats_rms(st), head, bad);
 }
 
 static bool selected(const char* full, int layer) {

@@ -251,7 +251,7 @@ TEST_CASE("-vv filters: layers, names, positions") {
     });
     REQUIRE(pos.first.size() == 2);  // logits hold the last position (3) only: skipped
     CHECK(pos.first[0] == "L0.attn_norm");
-    CHECK(pos.second[0].find("1 of 4 rows") != std::string::npos);
+    CHECK(pos.second[0].find("1/4 rows") != std::string::npos);
     CHECK(pos.first[1] == "L0.attn.scores");
-    CHECK(pos.second[1].find("4 of 16 rows") != std::string::npos);  // one row per head
+    CHECK(pos.second[1].find("4/16 rows") != std::string::npos);  // one row per head
 }
