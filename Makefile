@@ -120,3 +120,14 @@ report-check: all models
 exercise: all $(BUILD)/run_lib.o
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS) $(BUILD)/run_lib.o" \
 	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
+
+# The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
+# into trained/kjv, with TRAINING.md and the loss curve. MINUTES is the training
+# budget in CPU minutes of one thread (`make train MINUTES=5` for a quick run).
+MINUTES ?= 50
+.PHONY: train
+train: deps
+	bash tools/make_corpus.sh $(BUILD)/kjv/corpus.txt
+	node tools/train_tokenizer.js train $(BUILD)/kjv/corpus.txt $(BUILD)/kjv 4096
+	nice /usr/bin/python3 tools/train.py --corpus $(BUILD)/kjv/corpus.txt \
+	    --tokenizer $(BUILD)/kjv/tokenizer.json --work $(BUILD)/kjv --out trained/kjv --minutes $(MINUTES)
