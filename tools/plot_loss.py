@@ -54,8 +54,11 @@ def plot(rows, out, title="Lantern default model (KJV)"):
         s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (sx(x), T, sx(x), H - B))
         s.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>' % (sx(x), H - B + 16, x))
         x += xstep
-    s.append('<text x="%d" y="%d" text-anchor="middle">minutes of training (1 CPU thread)</text>'
-             % ((L + W - R) // 2, H - 12))
+    # Logs from tools/train.py count minutes of CPU time (they also have a wall_minutes
+    # column); older logs counted the wall clock.
+    clock = "CPU time of 1 thread" if "wall_minutes" in rows[0] else "wall clock, 1 thread"
+    s.append('<text x="%d" y="%d" text-anchor="middle">minutes of training (%s)</text>'
+             % ((L + W - R) // 2, H - 12, clock))
     s.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">'
              'bits per character</text>' % ((T + H - B) // 2, (T + H - B) // 2))
     for data, color, name, dy in ((train, "#1f77b4", "training", 0), (val, "#d62728", "validation", 16)):
