@@ -473,7 +473,9 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
                 rep.error(where, "output-of block: `%s` did not finish within %d s" % (cmd, args.timeout))
                 continue
             if rc != 0:
-                rep.error(where, "output-of block: `%s` exited %d (expected 0); stderr:\n%s" % (cmd, rc, tail(err)))
+                more = "" if not out.strip() else "\n    stdout:\n%s" % tail(out)
+                rep.error(where, "output-of block: `%s` exited %d (expected 0); stderr:\n%s%s"
+                          % (cmd, rc, tail(err), more))
                 continue
             want, got = normalize("\n".join(b.lines)), normalize(out.decode("utf-8", "replace"))
             if want != got:
@@ -506,8 +508,9 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
             if rc is None:
                 rep.error(cw, "sh try block (line %d): `%s` did not finish within %d s" % (b.line, c, args.timeout))
             elif rc != 0:
-                rep.error(cw, "sh try block (line %d): `%s` exited %d (expected 0); stderr:\n%s"
-                          % (b.line, c, rc, tail(err)))
+                more = "" if not out.strip() else "\n    stdout:\n%s" % tail(out)
+                rep.error(cw, "sh try block (line %d): `%s` exited %d (expected 0); stderr:\n%s%s"
+                          % (b.line, c, rc, tail(err), more))
             elif args.verbose:
                 print("ok    %s: `%s` (%.1f s)" % (cw, c, dt))
 
