@@ -111,8 +111,8 @@ inline int finish(const char* exercise) {
 inline void on_crash(int sig) {
     char buf[1024];
     int n = snprintf(buf, sizeof buf,
-                     "\nCRASH (%s) during: %s\n      hint: usually an index outside an array: check every loop's "
-                     "bounds against the sizes in the stub's comment.\n",
+                     "\nCRASH (%s) during: %s\n      hint: usually an index outside an array, or a read past the end of the input: check every "
+                     "bound against the sizes in the stub's comment.\n",
                      sig == SIGSEGV ? "segmentation fault" : sig == SIGFPE ? "arithmetic error" : "abort",
                      g_case.empty() ? "(setup)" : g_case.c_str());
     if (n > 0) (void)!write(1, buf, (size_t)std::min(n, (int)sizeof buf - 1));
@@ -290,8 +290,18 @@ inline void check_forward(Group& g, const Model& m, const std::vector<int>& prom
     }
 }
 
-// generate() once with each side (fresh cache, fresh sampler) and compare
-// the ids: the prompt's and the generated ones.
+// One generation from scratch: fresh cache, fresh sampler.
+inline GenerateResult run_generate(const Model& m, const Tokenizer& tok, const std::string& prompt_text,
+                                   const GenerateParams& params) {
+    Net net;
+    net_init(net, m, 512);
+    Sampler s;
+    sampler_init(s, params.sampling);
+    return generate(net, tok, s, tokenizer_encode(tok, prompt_text), 0, params);
+}
+
+// generate() once with each side and compare the ids: the prompt's and the
+// generated ones.
 inline void check_generate(Group& g, const Model& m, const Tokenizer& tok, const std::string& prompt_text,
                            const GenerateParams& params, const std::string& what, std::string hint) {
     g.start(what);
@@ -300,12 +310,7 @@ inline void check_generate(Group& g, const Model& m, const Tokenizer& tok, const
     for (int side = 0; side < 2; side++) {
         g_side = side == 0 ? Side::Reference : Side::Student;
         try {
-            Net net;
-            net_init(net, m, 512);
-            Sampler s;
-            sampler_init(s, params.sampling);
-            std::vector<int> prompt = tokenizer_encode(tok, prompt_text);
-            res[side] = generate(net, tok, s, prompt, 0, params);
+            res[side] = run_generate(m, tok, prompt_text, params);
         } catch (const LanternError& e) {
             g.fail(std::string(side == 0 ? "the reference" : "your version") + " stopped with an error: " + e.what(), hint);
             g_side = Side::Student;
