@@ -102,7 +102,7 @@ clean:
 book:
 	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book
 
-book-check: all models
+book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
 
 # The trace report in a real browser (headless Chromium): its script must run
