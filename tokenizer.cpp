@@ -157,7 +157,8 @@ static void merges_put(MergeTable& t, int left, int right, Merge m) {
     t.values[i] = m;
 }
 
-static const Merge* merges_get(const MergeTable& t, int left, int right) {
+// Not static: the exercise chapters/bpe calls it from a student's bpe_word.
+const Merge* merges_get(const MergeTable& t, int left, int right) {
     uint64_t key = pair_key(left, right);
     for (size_t i = pair_slot(key, t.mask);; i = (i + 1) & t.mask) {
         if (t.keys[i] == key) return &t.values[i];
@@ -631,7 +632,8 @@ static void heap_push_pair(const Tokenizer& tok, BpeScratch& w, int left) {
     std::push_heap(w.heap.begin(), w.heap.end(), std::greater<std::pair<int, int>>());
 }
 
-static void bpe_word(const Tokenizer& tok, const unsigned char* s, int n, std::vector<int>& out, BpeScratch& w) {
+// Not static, so the exercise chapters/bpe can put a student's version in its place.
+void bpe_word(const Tokenizer& tok, const unsigned char* s, int n, std::vector<int>& out, BpeScratch& w) {
     w.id.clear(); w.prev.clear(); w.next.clear(); w.heap.clear();
     for (int i = 0; i < n; i++) {
         int id = tok.byte_to_id[s[i]];
