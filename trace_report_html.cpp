@@ -85,9 +85,16 @@ static std::string section_time(const Recorder& r) {
               fmt("%d tokens in %d forward call%s &middot; <b>%.0f tok/s</b>", pf.tokens, pf.forwards, pf.forwards == 1 ? "" : "s",
                   pf.ms > 0 ? pf.tokens / (pf.ms / 1000) : 0), "c-prefill");
     s += card("time to first token", fmt("%.1f ms", ttft), "prefill + the first draw");
+    // The median step next to the mean: one step that lost the CPU to another
+    // program moves the mean, not the median.
+    std::vector<double> steps;
+    for (auto& fw : r.forwards)
+        if (!fw.prefill) steps.push_back((fw.t1_us - fw.t0_us) / 1000);
+    std::sort(steps.begin(), steps.end());
+    double median = steps.empty() ? 0 : steps[steps.size() / 2];
     s += card("decode", fmt("%.1f ms", dc.ms),
-              fmt("%d forward calls &middot; %.2f ms each &middot; <b>%.1f tok/s</b>", dc.forwards, dc.forwards ? dc.ms / dc.forwards : 0,
-                  dc.ms > 0 ? dc.forwards / (dc.ms / 1000) : 0), "c-decode");
+              fmt("%d forward calls &middot; %.2f ms each, median %.2f &middot; <b>%.1f tok/s</b>", dc.forwards,
+                  dc.forwards ? dc.ms / dc.forwards : 0, median, dc.ms > 0 ? dc.forwards / (dc.ms / 1000) : 0), "c-decode");
     s += card("sampling", fmt("%.2f ms", sample_ms), fmt("%zu draws, top-5 recorded", r.tokens.size()));
     s += "</div>";
     double end = r.t_start_us;
