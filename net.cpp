@@ -108,7 +108,12 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
-    if (g_device == Device::CUDA) return forward_cuda(net, tokens, T, pos, all_logits);  // same pass on the GPU
+    if (g_device == Device::CUDA) {  // same pass on the GPU; the probes time the call as a whole
+        PROBE_FORWARD_BEGIN(tokens, T, pos);
+        const float* logits = forward_cuda(net, tokens, T, pos, all_logits);
+        PROBE_FORWARD_END();
+        return logits;
+    }
 
     grow(net.x, (size_t)T * H);
     grow(net.xn, (size_t)T * H);

@@ -219,6 +219,12 @@ static std::string section_layers(const Recorder& r) {
         if (n_dc[i]) t_dc[i] /= n_dc[i], in_dc[i] /= n_dc[i], out_dc[i] /= n_dc[i], e_dc[i] /= n_dc[i];
         else t_dc[i] = in_dc[i] = out_dc[i] = e_dc[i] = nan;
     }
+    bool any = false;
+    for (const ForwardRecord& f : r.forwards) any = any || !f.layers.empty();
+    if (!any)
+        return "<section id='layers'><h2>5. Inside the layers</h2><p class='note'>No per-layer numbers were recorded: "
+               "the GPU path (<code>--device cuda</code>) runs the layers without probes, so only whole forward calls "
+               "are timed.</p></section>";
     std::string s = "<section id='layers'><h2>5. Inside the layers</h2>"
                     "<p>Every layer adds its attention and MLP output to the residual stream. Its rms going in and coming "
                     "out shows how much each layer writes; attention entropy shows how spread out the attention is "
