@@ -1,9 +1,10 @@
 // trace_report.cpp — recording one run: the listener behind the probes, the
 // Chrome trace, the computation graph and the prefill/decode cost model.
 //
-// The HTML page is written by trace_report_html.cpp. They are two files
-// because they change for different reasons: this one follows the engine
-// (what a forward call is, what it costs), that one follows the reader
+// The HTML page is written by trace_report_html.cpp (what the page says)
+// with trace_report_draw.cpp (its charts and heatmaps). They are separate
+// files because they change for different reasons: this one follows the
+// engine (what a forward call is, what it costs), those follow the reader
 // (what a page should show and how it should look).
 #include "trace_report.h"
 #include <algorithm>
