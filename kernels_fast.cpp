@@ -9,10 +9,10 @@
 //      multiply with the add. bf16 and f16 weights are widened to f32 in
 //      registers, straight from the mmapped file: memory traffic stays at
 //      2 bytes per weight.
-//   3. Register tiling for prefill: a micro-kernel computes 4 rows x 3 tokens
-//      at once, so each weight loaded from memory is used 3 times and each
-//      activation 4 times. Decode (one token) is bound by memory bandwidth;
-//      a batch of tokens turns it into a compute-bound problem.
+//   3. Decode reads each row as one stream; prefill runs a register-tiled
+//      micro-kernel, 3 rows x 4 tokens at once, so each weight loaded is used
+//      4 times and each activation 3 times. Decode (one token) is bound by
+//      memory bandwidth; a batch of tokens makes it compute-bound.
 //   4. Q8_0: int8 weights times int8 activations, summed exactly in integers,
 //      one float multiply per block of 32.
 //
@@ -52,10 +52,12 @@ const char* simd_name() {
 #endif
 }
 
-const int LANES = 8;         // floats per AVX2 register
-const int TILE_ROWS = 4;     // rows of W per micro-kernel
-const int TILE_TOKENS = 3;   // tokens per micro-kernel when T > 1 (float weights)
-const int Q8_TILE_TOKENS = 2;// the same for Q8_0, whose inner loop needs more registers
+const int LANES = 8;          // floats per AVX2 register
+const int TILE_ROWS = 3;      // prefill micro-kernel: rows of W ...
+const int TILE_TOKENS = 4;    // ... times tokens (float weights)
+const int Q8_TILE_ROWS = 4;   // the same for Q8_0, whose integer steps
+const int Q8_TILE_TOKENS = 2; // need more registers
+const int MAX_TILE = 4;       // the larger of the above, for array sizes
 
 // The lane tree, written out; the AVX2 version below adds in the same order.
 static inline float sum_lanes(const float v[LANES]) {
@@ -78,10 +80,16 @@ static inline size_t row_bytes(const Mat& W) {
 }
 static inline const uint8_t* row_ptr(const Mat& W, int r) { return (const uint8_t*)W.data + r * row_bytes(W); }
 
+// The f16 scale at the start of a Q8_0 block. F16C converts in one
+// instruction; the portable conversion (common.cpp) gives the same value.
 static inline float f16_scale(const uint8_t* block) {
     uint16_t h;
     std::memcpy(&h, block, 2);
+#ifdef LANTERN_AVX2
+    return _cvtsh_ss(h);
+#else
     return f16_to_f32(h);
+#endif
 }
 
 // ---------------------------------------------------------------------------
@@ -141,126 +149,161 @@ static inline __m256 load8(DType dt, const void* row, int c) {
     }
 }
 
-// The last n < 8 values of a row, zero-padded: never reads past the end.
-static __m256 load8_tail(DType dt, const void* row, int c, int n) {
-    alignas(32) float buf[LANES] = {0};
-    for (int j = 0; j < n; j++) buf[j] = widen(dt, row, c + j);
-    return _mm256_load_ps(buf);
+// The last n < 8 values of a row, zero-padded: the raw values are copied
+// into a zeroed buffer and widened from there, so it never reads past the
+// end. Inlined, and no function calls inside: a call would make the
+// compiler keep the micro-kernel's accumulators in memory, not registers.
+static inline __attribute__((always_inline)) __m256 load8_tail(DType dt, const void* row, int c, int n) {
+    size_t elt = dt == DType::F32 ? 4 : 2;
+    alignas(32) uint8_t buf[LANES * 4] = {0};
+    std::memcpy(buf, (const uint8_t*)row + c * elt, n * elt);
+    return load8(dt, buf, 0);
 }
 
-// The micro-kernel: out[r][t] = row r of W . token t of x, for TILE_ROWS
-// rows and nt tokens (1 for decode, TILE_TOKENS for prefill).
+// Decode: one row of W times one token. The rows are read one after
+// another, each a single stream through memory: measured on this machine,
+// reading 4 rows side by side (4 interleaved streams) got less than half the
+// bandwidth of reading them in turn: the hardware prefetcher follows one
+// long stream far better than four short ones. One accumulator is one chain
+// of dependent FMAs (4 cycles each): 8 weights per 4 cycles is still faster
+// than memory delivers them.
+static inline __attribute__((always_inline)) float row_avx2(DType dt, const void* w, const float* x, int cols) {
+    __m256 acc = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + LANES <= cols; c += LANES) acc = _mm256_fmadd_ps(load8(dt, w, c), _mm256_loadu_ps(x + c), acc);
+    if (c < cols)  // the same step once more, zero-padded
+        acc = _mm256_fmadd_ps(load8_tail(dt, w, c, cols - c), load8_tail(DType::F32, x, c, cols - c), acc);
+    return hsum(acc);
+}
+
+// Prefill: the micro-kernel, out[r][t] = row r of W . token t of x for
+// TILE_ROWS = 3 rows and TILE_TOKENS = 4 tokens. Each step loads 8 columns of
+// the 4 tokens and of each of the 3 rows (widened once), and does 3 x 4 = 12
+// fused multiply-adds into 12 accumulators: each weight loaded is used 4
+// times, each activation 3 times. The 3 rows (a few KB) stay in the L1 cache
+// while the token groups go by, so the weights come from memory once per
+// matmul, not once per token.
 //
-// Each step loads 8 columns of nt tokens (nt registers) and of each row (one
-// register, widened once), and does TILE_ROWS * nt fused multiply-adds into
-// TILE_ROWS * nt accumulators: 4 x 3 = 12 of AVX2's 16 registers. The
-// function is force-inlined into callers that pass dt and nt as constants,
-// so the compiler makes one copy per (dtype, nt) with these loops unrolled
-// and the accumulators in registers: a template written by hand.
-static inline __attribute__((always_inline)) void tile_avx2(DType dt, int nt, const void* const* w,
-                                                           const float* const* x, int cols,
-                                                           float out[TILE_ROWS][TILE_TOKENS]) {
+// The empty asm statements emit no instruction; they only say "this value
+// is in a register here". Without them GCC folds the loads of x (and, for
+// f32 weights, of w) into every FMA: 12 or more loads per step instead of 7.
+// A core does 2 vector loads per cycle and 2 FMAs, so the loads, not the
+// arithmetic, set the pace: measured, 45-50 GFLOP/s per core without them,
+// 80-95 with them (peak 116).
+static inline __attribute__((always_inline)) void tile_avx2(DType dt, const void* const* w, const float* const* x,
+                                                           int cols, float out[MAX_TILE][MAX_TILE]) {
     __m256 acc[TILE_ROWS][TILE_TOKENS];
 #pragma GCC unroll 4
     for (int r = 0; r < TILE_ROWS; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        for (int t = 0; t < TILE_TOKENS; t++) acc[r][t] = _mm256_setzero_ps();
     int c = 0;
     for (; c + LANES <= cols; c += LANES) {
         __m256 xv[TILE_TOKENS];
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) xv[t] = _mm256_loadu_ps(x[t] + c);
+        for (int t = 0; t < TILE_TOKENS; t++) {
+            xv[t] = _mm256_loadu_ps(x[t] + c);
+            __asm__("" : "+x"(xv[t]));
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < TILE_ROWS; r++) {
             __m256 wv = load8(dt, w[r], c);
+            __asm__("" : "+x"(wv));
 #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+            for (int t = 0; t < TILE_TOKENS; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
     if (c < cols) {  // the same step once more, zero-padded
         __m256 xv[TILE_TOKENS];
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) xv[t] = load8_tail(DType::F32, x[t], c, cols - c);
+        for (int t = 0; t < TILE_TOKENS; t++) xv[t] = load8_tail(DType::F32, x[t], c, cols - c);
 #pragma GCC unroll 4
         for (int r = 0; r < TILE_ROWS; r++) {
             __m256 wv = load8_tail(dt, w[r], c, cols - c);
 #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+            for (int t = 0; t < TILE_TOKENS; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < TILE_ROWS; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) out[r][t] = hsum(acc[r][t]);
+        for (int t = 0; t < TILE_TOKENS; t++) out[r][t] = hsum(acc[r][t]);
 }
 
-// One specialised copy per (dtype, nt).
-static void tile_float(DType dt, int nt, const void* const* w, const float* const* x, int cols,
-                       float out[TILE_ROWS][TILE_TOKENS]) {
-    if (nt == 1) {
-        if (dt == DType::BF16) tile_avx2(DType::BF16, 1, w, x, cols, out);
-        else if (dt == DType::F16) tile_avx2(DType::F16, 1, w, x, cols, out);
-        else tile_avx2(DType::F32, 1, w, x, cols, out);
-    } else {
-        if (dt == DType::BF16) tile_avx2(DType::BF16, TILE_TOKENS, w, x, cols, out);
-        else if (dt == DType::F16) tile_avx2(DType::F16, TILE_TOKENS, w, x, cols, out);
-        else tile_avx2(DType::F32, TILE_TOKENS, w, x, cols, out);
-    }
+// row_avx2 and tile_avx2 are force-inlined here with dt a constant, so the
+// compiler makes one copy per weight type with the switch in load8 resolved
+// and the loops unrolled: a template written by hand.
+static float row_float(DType dt, const void* w, const float* x, int cols) {
+    if (dt == DType::BF16) return row_avx2(DType::BF16, w, x, cols);
+    if (dt == DType::F16) return row_avx2(DType::F16, w, x, cols);
+    return row_avx2(DType::F32, w, x, cols);
+}
+static void tile_float(DType dt, const void* const* w, const float* const* x, int cols,
+                       float out[MAX_TILE][MAX_TILE]) {
+    if (dt == DType::BF16) tile_avx2(DType::BF16, w, x, cols, out);
+    else if (dt == DType::F16) tile_avx2(DType::F16, w, x, cols, out);
+    else tile_avx2(DType::F32, w, x, cols, out);
 }
 
-// Q8_0 micro-kernel. Per block of 32 and (row, token) pair, the integer dot
-// product of two int8 vectors takes three instructions:
+// Q8_0. Per block of 32 and (row, token) pair, the integer dot product of
+// two int8 vectors takes three instructions:
 //   sign(x, w)      x with w's sign moved onto it (so that |w| * that = w * x)
 //   maddubs(|w|, .) multiplies unsigned by signed bytes, adds neighbours: 16 int16
 //   madd(., 1)      adds neighbouring int16 pairs: 8 int32, lane j = bytes 4j..4j+3
 // No overflow: |w|, |x| <= 127, so a pair is at most 2 * 127 * 127 = 32258.
 // Then one float conversion and one FMA by the product of the two scales.
-static inline __attribute__((always_inline)) void tile_q8_avx2(int nt, const uint8_t* const* w,
-                                                              const uint8_t* const* x, int n_blocks,
-                                                              float out[TILE_ROWS][TILE_TOKENS]) {
-    __m256 acc[TILE_ROWS][Q8_TILE_TOKENS];
-    const __m256i ones = _mm256_set1_epi16(1);
+static inline __m256 q8_block_dot(__m256i wq, __m256i wabs, __m256i xq) {
+    __m256i prod16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq, wq));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(prod16, _mm256_set1_epi16(1)));
+}
+
+static float row_q8(const uint8_t* w, const uint8_t* x, int n_blocks) {  // decode
+    __m256 acc = _mm256_setzero_ps();
+    for (int b = 0; b < n_blocks; b++, w += Q8_BLOCK_BYTES, x += Q8_BLOCK_BYTES) {
+        __m256i wq = _mm256_loadu_si256((const __m256i*)(w + 2));
+        __m256 lanes = q8_block_dot(wq, _mm256_abs_epi8(wq), _mm256_loadu_si256((const __m256i*)(x + 2)));
+        acc = _mm256_fmadd_ps(lanes, _mm256_set1_ps(f16_scale(w) * f16_scale(x)), acc);
+    }
+    return hsum(acc);
+}
+
+// Prefill: Q8_TILE_ROWS x Q8_TILE_TOKENS = 4 rows x 2 tokens (the integer
+// steps need more registers than the float ones: 8 accumulators, not 12).
+static void tile_q8(const uint8_t* const* w, const uint8_t* const* x, int n_blocks,
+                    float out[MAX_TILE][MAX_TILE]) {
+    __m256 acc[Q8_TILE_ROWS][Q8_TILE_TOKENS];
 #pragma GCC unroll 4
-    for (int r = 0; r < TILE_ROWS; r++)
+    for (int r = 0; r < Q8_TILE_ROWS; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+        for (int t = 0; t < Q8_TILE_TOKENS; t++) acc[r][t] = _mm256_setzero_ps();
     for (size_t off = 0; off < (size_t)n_blocks * Q8_BLOCK_BYTES; off += Q8_BLOCK_BYTES) {
         __m256i xq[Q8_TILE_TOKENS];
         float dx[Q8_TILE_TOKENS];
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
+        for (int t = 0; t < Q8_TILE_TOKENS; t++) {
             dx[t] = f16_scale(x[t] + off);
             xq[t] = _mm256_loadu_si256((const __m256i*)(x[t] + off + 2));
         }
 #pragma GCC unroll 4
-        for (int r = 0; r < TILE_ROWS; r++) {
+        for (int r = 0; r < Q8_TILE_ROWS; r++) {
             float dw = f16_scale(w[r] + off);
             __m256i wq = _mm256_loadu_si256((const __m256i*)(w[r] + off + 2));
             __m256i wabs = _mm256_abs_epi8(wq);
 #pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) {
-                __m256i prod16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq[t], wq));
-                __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod16, ones));
-                acc[r][t] = _mm256_fmadd_ps(lanes, _mm256_set1_ps(dw * dx[t]), acc[r][t]);
-            }
+            for (int t = 0; t < Q8_TILE_TOKENS; t++)
+                acc[r][t] = _mm256_fmadd_ps(q8_block_dot(wq, wabs, xq[t]), _mm256_set1_ps(dw * dx[t]), acc[r][t]);
         }
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < TILE_ROWS; r++)
+    for (int r = 0; r < Q8_TILE_ROWS; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) out[r][t] = hsum(acc[r][t]);
-}
-
-static void tile_q8(int nt, const uint8_t* const* w, const uint8_t* const* x, int n_blocks,
-                    float out[TILE_ROWS][TILE_TOKENS]) {
-    if (nt == 1) tile_q8_avx2(1, w, x, n_blocks, out);
-    else tile_q8_avx2(Q8_TILE_TOKENS, w, x, n_blocks, out);
+        for (int t = 0; t < Q8_TILE_TOKENS; t++) out[r][t] = hsum(acc[r][t]);
 }
 #endif  // LANTERN_AVX2
 
 // ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over
-// tiles of TILE_ROWS rows, and within a tile the tokens in groups.
+// tiles of rows, and within a tile the tokens in groups.
 
 // Activations quantized for a Q8_0 matmul: [T, cols/32 blocks]. One buffer,
 // reused by every call (matmul is never called from two threads at once).
@@ -294,33 +337,38 @@ void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, in
     bool q8 = W.dtype == DType::Q8_0;
     const uint8_t* xq = q8 ? quantize_activations(x, T, W.cols) : nullptr;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;
-    int group = q8 ? Q8_TILE_TOKENS : TILE_TOKENS;
-    int n_tiles = (W.rows + TILE_ROWS - 1) / TILE_ROWS;
+    int group = q8 ? Q8_TILE_TOKENS : TILE_TOKENS, tile_rows = q8 ? Q8_TILE_ROWS : TILE_ROWS;
+    int n_tiles = (W.rows + tile_rows - 1) / tile_rows;
 
     #pragma omp parallel for schedule(static)
     for (int tile = 0; tile < n_tiles; tile++) {
-        // The last tile of a matrix whose rows are not a multiple of 4
-        // repeats its last row; the extra results are not stored.
-        int r0 = tile * TILE_ROWS;
-        const uint8_t* w[TILE_ROWS];
-        for (int i = 0; i < TILE_ROWS; i++) w[i] = row_ptr(W, std::min(r0 + i, W.rows - 1));
-        for (int t0 = 0; t0 < T;) {
-            int nt = T - t0 >= group ? group : 1;  // leftovers one token at a time
-            float res[TILE_ROWS][TILE_TOKENS];
+        // The last tile of a matrix whose rows are not a multiple of the
+        // tile repeats its last row; the extra results are not stored.
+        int r0 = tile * tile_rows, n_rows = std::min(tile_rows, W.rows - r0);
+        const uint8_t* w[MAX_TILE];
+        for (int i = 0; i < tile_rows; i++) w[i] = row_ptr(W, r0 + std::min(i, n_rows - 1));
+        float res[MAX_TILE][MAX_TILE];
+        int t0 = 0;
+        for (; t0 + group <= T; t0 += group) {  // prefill: groups of tokens through the micro-kernel
             if (q8) {
-                const uint8_t* xs[TILE_TOKENS];
-                for (int t = 0; t < nt; t++) xs[t] = xq + (t0 + t) * xq_bytes;
-                tile_q8(nt, w, xs, W.cols / Q8_BLOCK, res);
+                const uint8_t* xs[Q8_TILE_TOKENS];
+                for (int t = 0; t < group; t++) xs[t] = xq + (t0 + t) * xq_bytes;
+                tile_q8(w, xs, W.cols / Q8_BLOCK, res);
             } else {
-                const float* xs[TILE_TOKENS];
-                for (int t = 0; t < nt; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
-                tile_float(W.dtype, nt, (const void* const*)w, xs, W.cols, res);
+                const float* xs[MAX_TILE];
+                for (int t = 0; t < group; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
+                tile_float(W.dtype, (const void* const*)w, xs, W.cols, res);
             }
-            for (int i = 0; i < TILE_ROWS && r0 + i < W.rows; i++)
-                for (int t = 0; t < nt; t++)
+            for (int i = 0; i < n_rows; i++)
+                for (int t = 0; t < group; t++)
                     out[(size_t)(t0 + t) * W.rows + r0 + i] = res[i][t] + (bias ? bias[r0 + i] : 0.0f);
-            t0 += nt;
         }
+        for (int i = 0; i < n_rows; i++)  // decode, and the tokens left over: row by row
+            for (int t = t0; t < T; t++) {
+                float sum = q8 ? row_q8(w[i], xq + t * xq_bytes, W.cols / Q8_BLOCK)
+                               : row_float(W.dtype, w[i], x + (size_t)t * W.cols, W.cols);
+                out[(size_t)t * W.rows + r0 + i] = sum + (bias ? bias[r0 + i] : 0.0f);
+            }
     }
 #endif
 }

@@ -1,8 +1,8 @@
 // tests/test_kernels.cpp — every fast kernel against its plain twin.
 //
 // Random inputs, many shapes: rows, columns and token counts that are and
-// are not multiples of the tile (4 rows, 3 tokens), the SIMD width (8) and
-// the Q8_0 block (32). Three kinds of check:
+// are not multiples of the tiles (3 rows x 4 tokens; 4 x 2 for Q8_0), the
+// SIMD width (8) and the Q8_0 block (32). Three kinds of check:
 //
 //   1. fast ≈ plain within a stated bound (below), for every weight type;
 //   2. fast == scalar twin, bitwise: the AVX2 code and the portable code sum
@@ -94,7 +94,7 @@ TEST_CASE("matmul fast and scalar equal plain (f32, bf16, f16), many shapes, 1 a
     std::mt19937 rng(42);
     const int row_counts[] = {1, 3, 4, 5, 13};
     const int col_counts[] = {1, 7, 8, 9, 31, 64, 100, 203};
-    const int token_counts[] = {1, 2, 3, 4, 7};
+    const int token_counts[] = {1, 2, 3, 4, 5, 7, 9};
     for (DType dt : {DType::F32, DType::BF16, DType::F16})
         for (int rows : row_counts)
             for (int cols : col_counts)
