@@ -227,6 +227,8 @@ static std::vector<float> need_vec(const Model& m, const std::string& name, int 
 }
 
 void load_model(Model& m, const std::string& path) {
+    struct stat st0;
+    if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
     m.dir = model_dir(path);
     m.weights_path = is_dir(path) ? m.dir + "/model.safetensors" : path;
     m.cfg = parse_config(m.dir + "/config.json");

@@ -19,7 +19,7 @@ cp -r models/tiny-f32 $t/m
 head -c 1000 models/tiny-f32/model.safetensors > $t/truncated.safetensors
 cp models/tiny-f32/config.json $t/config.json
 expect_error "truncated.safetensors" ./run info $t/truncated.safetensors
-expect_error "does-not-exist" ./run info $t/does-not-exist
+expect_error "does-not-exist: no such model folder or file" ./run info $t/does-not-exist
 printf '{"hidden_size": 64' > $t/m/config.json
 expect_error "config.json: invalid JSON" ./run info $t/m
 expect_error "config.json: invalid JSON" ./run fwd $t/m 1 0

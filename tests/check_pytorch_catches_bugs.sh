@@ -2,21 +2,14 @@
 # The PyTorch comparison must be able to fail. Plant two classic bugs in a
 # copy of the source — RoPE pairs interleaved (i, i+1) instead of rotate_half
 # (i, i+half), and the q/k/v bias dropped — build each mutant from the
-# existing objects and check that tools/compare_torch.py rejects it.
+# existing objects (tools/build_mutant.sh) and check that tools/compare_torch.py rejects it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=build/mutants; mkdir -p $dir
-CXX=${CXX:-g++}
-FLAGS="-O2 -std=c++17 -march=native -fopenmp -I."
-LIBS="-fopenmp -lutf8proc -lpcre2-8 -lpthread"
+dir=build/mutants
 
 mutant() {  # name, source file, sed expression
     local name=$1 src=$2 expr=$3
-    sed "$expr" "$src" > $dir/$name.cpp
-    if cmp -s "$src" $dir/$name.cpp; then echo "mutation $name did not change $src"; exit 1; fi
-    $CXX $FLAGS -c -o $dir/$name.o $dir/$name.cpp
-    local objs; objs=$(ls build/*.o | grep -v -e "/run_lib.o" -e "/${src%.cpp}.o")
-    $CXX -o $dir/run-$name $dir/$name.o $objs $LIBS
+    bash tools/build_mutant.sh "$name" "$src" "$expr" >/dev/null
     if /usr/bin/python3 tools/compare_torch.py --quick --binary $dir/run-$name > $dir/$name.log 2>&1; then
         echo "mutant $name PASSED the comparison: the check is blind to it"; cat $dir/$name.log; exit 1
     fi

@@ -131,7 +131,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(load_error(dir).find("overlap") != std::string::npos);
     }
     SUBCASE("missing folder") {
-        CHECK(load_error("build/test_models/does-not-exist").find("cannot open") != std::string::npos);
+        CHECK(load_error("build/test_models/does-not-exist").find("does-not-exist: no such model folder") != std::string::npos);
     }
 }
 
