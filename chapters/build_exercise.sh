@@ -7,25 +7,28 @@
 # (or: bash chapters/build_exercise.sh rmsnorm [--solution], after `make`)
 #
 # How a student's function gets into the engine. Say the exercise replaces
-# function f, which lives in the engine file src.cpp. Four objects are built
-# in build/exercise/, and linked with every other object of build/:
+# function f, which lives in the engine file src.cpp. src.cpp is compiled
+# once, with -fPIC: position-independent code must let another definition
+# of a function win (a shared library can be overridden), so the compiler
+# does not inline f into its callers in src.cpp — every call really goes to
+# "the symbol f", which the linker can point elsewhere. Then objcopy, which
+# edits the symbol table of an object file, makes the copies that are
+# linked with every other object of build/:
 #
-#   src.engine.o  src.cpp compiled with -fPIC. Position-independent code has
-#                 to let another definition of a function win (a shared
-#                 library may be overridden), so the compiler stops inlining
-#                 f into its callers in src.cpp: every call really goes to
-#                 "the symbol f". objcopy then makes that f *weak*, a default
-#                 the linker drops as soon as a normal f exists.
-#   reference.o   src.cpp compiled with -Df=f_reference: the engine's own f,
-#                 renamed so it can sit next to yours. Everything else in it
-#                 is made weak, so this second copy of src.cpp loses every
-#                 name clash against src.engine.o.
-#   student.o     your stub.cpp compiled with -Df=f_student. With --solution
-#                 it is reference.o with f_reference renamed to f_student:
-#                 the real code, standing where yours would.
-#   checker.o     chapters/NAME/checker.cpp. It defines f itself, forwarding
-#                 to f_reference or f_student, so it can compare the two on
-#                 the same inputs and run the whole engine once with each.
+#   src.engine.o   f made *weak*: a default the linker drops as soon as a
+#                  normal f exists. The rest of src.cpp is the engine's.
+#   reference.o    f renamed f_reference, everything else weak (so this
+#                  second copy of src.cpp loses every clash to the first).
+#   student.o      your stub.cpp, with f renamed f_student. With
+#                  --solution: reference.o with f renamed f_student instead,
+#                  the real code standing where yours would.
+#   checker.o      chapters/NAME/checker.cpp. It defines f itself, forwarding
+#                  to f_reference or f_student, so it can compare the two on
+#                  the same inputs and run the whole engine once with each.
+#
+# A C++ name in an object file is "mangled": _Z, the length of the name,
+# the name, then the argument types (rmsnorm(float*, ...) is
+# _Z7rmsnormPfPKfS1_if). Renaming f to f_student is rewriting that prefix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +44,7 @@ top-p        sampler.cpp    apply_top_p
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"
-    echo "$table" | awk 'NF { printf "    %-12s %s (%s)\n", $1, $2, substr($0, index($0, $3)) }'
+    echo "$table" | awk 'NF { printf "    %-12s %s: %s\n", $1, $2, substr($0, index($0, $3)) }'
     exit 2
 }
 ex=${1:-}
@@ -73,63 +76,53 @@ stale() {
     for f in "$@"; do [ "$f" -nt "$out" ] && return 0; done
     return 1
 }
-# A C++ function's name in the object file: _Z, the name's length, the name,
-# then the argument types. mangled PREFIX lists the symbols starting so.
-mangled() { nm --defined-only "$1" | awk '{ print $3 }' | grep "^_Z${#2}$2" || true; }
+# renamed SUFFIX OBJECT: objcopy options renaming each f defined in OBJECT
+# to f + SUFFIX (the argument types after the name stay as they are).
+renamed() {
+    local f sym
+    for f in $funcs; do
+        for sym in $(nm --defined-only "$2" | awk '{ print $3 }' | grep "^_Z${#f}$f" || true); do
+            echo "--redefine-sym=$sym=_Z$(( ${#f} + ${#1} ))$f$1${sym#"_Z${#f}$f"}"
+        done
+    done
+}
 
 echo "== exercise $ex: $funcs (from $src)"
 
-# 1. The engine's file, f weak. Shared by the exercises of one file.
-engine=build/exercise/$base.engine.o
-if stale "$engine" "$src" $headers; then
+# The engine's file, compiled once (shared by the exercises of one file),
+# and its three copies.
+pic=build/exercise/$base.pic.o
+if stale "$pic" "$src" $headers; then
     echo "   compiling $src (-fPIC)"
-    $CXX $CXXFLAGS -fPIC -I. -c -o "$engine.tmp" "$src"
-    mv "$engine.tmp" "$engine"
+    $CXX $CXXFLAGS -fPIC -I. -c -o "$pic.tmp" "$src"
+    mv "$pic.tmp" "$pic"
 fi
-weakened=$dir/$base.engine.o
 weaken=()
 for f in $funcs; do weaken+=(--weaken-symbol="_Z${#f}$f*"); done
-objcopy --wildcard "${weaken[@]}" "$engine" "$weakened"
+objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$base.engine.o"
+objcopy $(renamed _reference "$pic") --weaken "$pic" "$dir/reference.o"
 
-# 2. The reference: f renamed f_reference, everything else weak.
-ref=$dir/reference.o
-if stale "$ref" "$src" $headers; then
-    echo "   compiling $src as the reference"
-    renames=()
-    for f in $funcs; do renames+=("-D$f=${f}_reference"); done
-    $CXX $CXXFLAGS -I. "${renames[@]}" -c -o "$ref.tmp" "$src"
-    objcopy --weaken "$ref.tmp" "$ref"
-    rm -f "$ref.tmp"
-fi
-
-# 3. The student: the stub, or the reference under the student's names.
-student=$dir/student.o
 if [ $solution = 1 ]; then
-    redefine=()
-    for f in $funcs; do
-        for sym in $(mangled "$ref" "${f}_reference"); do
-            rest=${sym#"_Z$(( ${#f} + 10 ))${f}_reference"}   # the argument types
-            redefine+=(--redefine-sym "$sym=_Z$(( ${#f} + 8 ))${f}_student$rest")
-        done
-    done
-    objcopy "${redefine[@]}" "$ref" "$student"
     echo "   SOLUTION=1: the engine's own $funcs stand in for the stub"
+    objcopy $(renamed _student "$pic") --weaken "$pic" "$dir/solution.o"
+    student=$dir/solution.o
 else
     stub=chapters/$ex/stub.cpp
-    renames=()
-    for f in $funcs; do renames+=("-D$f=${f}_student"); done
-    echo "   compiling $stub"
-    $CXX $CXXFLAGS -I. "${renames[@]}" -c -o "$student" "$stub"
+    if stale "$dir/stub.o" "$stub" $headers; then
+        echo "   compiling $stub"
+        $CXX $CXXFLAGS -I. -c -o "$dir/stub.o" "$stub"
+    fi
+    objcopy $(renamed _student "$dir/stub.o") "$dir/stub.o" "$dir/student.o"
+    student=$dir/student.o
 fi
 
-# 4. The checker, and the link.
 checker=$dir/checker.o
 if stale "$checker" "chapters/$ex/checker.cpp" $headers; then
     echo "   compiling chapters/$ex/checker.cpp"
     $CXX $CXXFLAGS -I. -c -o "$checker" "chapters/$ex/checker.cpp"
 fi
 others=$(for o in $OBJS; do [ "$o" = "build/$base.o" ] || echo "$o"; done)
-$CXX $CXXFLAGS -o "$dir/check" "$checker" "$student" "$ref" "$weakened" $others $LDLIBS
+$CXX $CXXFLAGS -o "$dir/check" "$checker" "$student" "$dir/reference.o" "$dir/$base.engine.o" $others $LDLIBS
 
 echo "== running the checker"
 exec "$dir/check"
