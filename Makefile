@@ -72,12 +72,13 @@ deps:
 models: $(BUILD)/gen_model
 	@bash tools/make_models.sh
 
-# The demo: the default model (trained/kjv once trained, else the random
-# models/tiny) answers a prompt.
-DEMO_PROMPT ?= In the beginning
+# The demo: the default model (trained/kjv) answers a prompt through the
+# chat template, sampling with the settings of its generation_config.json
+# (greedy decoding makes this small model loop: see chapter 14).
+DEMO_PROMPT ?= Tell me about the flood
 run: deps
 	@$(MAKE) --no-print-directory all models
-	./run "$(DEMO_PROMPT)"
+	./run "$(DEMO_PROMPT)" --gen-config -n 64
 
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
