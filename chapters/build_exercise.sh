@@ -44,7 +44,7 @@ top-p        sampler.cpp    apply_top_p
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"
-    echo "$table" | awk 'NF { printf "    %-12s %s: %s\n", $1, $2, substr($0, index($0, $3)) }'
+    echo "$table" | awk 'NF { f = $3; for (i = 4; i <= NF; i++) f = f " " $i; printf "    %-12s %s: %s\n", $1, $2, f }'
     exit 2
 }
 ex=${1:-}
