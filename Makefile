@@ -119,6 +119,7 @@ report-check: all models
 # in the stub's place (it must pass). Without EX: the list.
 .PHONY: exercise
 exercise: all $(BUILD)/run_lib.o
+	@$(MAKE) --no-print-directory models
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS) $(BUILD)/run_lib.o" \
 	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
 
