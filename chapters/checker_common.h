@@ -10,6 +10,7 @@
 // Feedback is the point of a checker: every failed case says what the input
 // was, what was expected, what came back, and what the usual cause is.
 #pragma once
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <cstdarg>
@@ -169,7 +170,6 @@ inline std::string compare(const float* expected, const float* got, int n, doubl
     for (int i = 0; i < n; i++) ss += (double)expected[i] * expected[i];
     double rms = n ? std::sqrt(ss / n) : 0;
     int bad = -1, n_bad = 0;
-    double worst = 0;
     for (int i = 0; i < n; i++) {
         double e = expected[i], g = got[i];
         bool same = (std::isinf(e) && e == g) || (std::isnan(e) && std::isnan(g));
@@ -177,7 +177,6 @@ inline std::string compare(const float* expected, const float* got, int n, doubl
         if (!same && !(err <= rtol * (std::fabs(e) + rms) + 1e-30)) {
             if (bad < 0) bad = i;
             n_bad++;
-            if (!(err <= worst)) worst = err;
         }
     }
     if (bad < 0) return "";
