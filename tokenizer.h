@@ -36,6 +36,10 @@ struct MergeTable {
     std::vector<Merge> values;
     uint64_t mask = 0;
 };
+// Where a pair lives in a MergeTable: its key (0 is kept for "empty"), and
+// the first slot to probe (a multiplicative hash of the key).
+static inline uint64_t pair_key(int left, int right) { return ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1; }
+static inline size_t pair_slot(uint64_t key, uint64_t mask) { return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask; }
 
 // Open-addressing hash table from a piece (the token's string in the file)
 // to its id. It stores only ids; the strings are id_to_piece's.
