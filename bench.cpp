@@ -79,49 +79,71 @@ static double rss_peak_mb() {
 // ---------------------------------------------------------------------------
 // The machine's two ceilings.
 
-// Read bandwidth: every thread sums its own contiguous part of a buffer 16x
-// the last-level cache, with 4 independent 8-wide accumulators so that the
-// adds never wait for each other and only memory can be the limit. The
-// buffer is first written by the threads that will read it (on a
-// multi-socket machine that places its pages near them).
-static double measure_read_bandwidth(int reps) {
-    const size_t n = (size_t)512 << 20 >> 2;  // 512 MB of floats
-    std::vector<float> buf(n);
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 255);
-    std::vector<double> gbs;
-    volatile float sink = 0;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        float total = 0;
-        #pragma omp parallel reduction(+ : total)
-        {
-#if defined(__AVX2__)
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            #pragma omp for schedule(static)
-            for (size_t i = 0; i < n; i += 32) {
-                a0 = _mm256_add_ps(a0, _mm256_loadu_ps(&buf[i]));
-                a1 = _mm256_add_ps(a1, _mm256_loadu_ps(&buf[i + 8]));
-                a2 = _mm256_add_ps(a2, _mm256_loadu_ps(&buf[i + 16]));
-                a3 = _mm256_add_ps(a3, _mm256_loadu_ps(&buf[i + 24]));
-            }
-            float lanes[8];
-            _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-            for (float v : lanes) total += v;
-#else
-            float acc[32] = {0};  // the compiler vectorizes this form
-            #pragma omp for schedule(static)
-            for (size_t i = 0; i < n; i += 32)
-                for (int j = 0; j < 32; j++) acc[j] += buf[i + j];
-            for (float v : acc) total += v;
-#endif
-        }
-        double dt = now_s() - t0;
-        sink = sink + total;
-        gbs.push_back(n * 4.0 / dt / 1e9);
-    }
-    return median(gbs);
+// Other programs running at the same time take cores and memory bandwidth,
+// and threads that wait for each other suffer most: say so up front.
+static void warn_if_busy() {
+    FILE* f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    double load1 = 0;
+    int running = 0, total = 0;
+    if (fscanf(f, "%lf %*f %*f %d/%d", &load1, &running, &total) == 3 && load1 > 0.5 * omp_get_num_procs())
+        printf("note       load average %.1f on %d cores: other programs are running, expect lower numbers\n",
+               load1, omp_get_num_procs());
+    fclose(f);
 }
+
+// Read bandwidth: the threads add up the 32-bit words of a buffer far
+// larger than the last-level cache, each its own contiguous part (as the
+// matmul threads read their rows), with 4 independent 8-wide integer
+// accumulators so that only memory can be the limit. The buffer is the
+// mmapped model file itself when it is large enough (no extra memory, and
+// the same pages decode streams), else 256 MB allocated for the purpose.
+static double read_bandwidth(const void* data, size_t bytes) {
+    const uint32_t* p = (const uint32_t*)data;
+    size_t n = bytes / 4 / 32 * 32;
+    uint32_t total = 0;
+    double t0 = now_s();
+    #pragma omp parallel reduction(+ : total)
+    {
+#if defined(__AVX2__)
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        #pragma omp for schedule(static)
+        for (size_t i = 0; i < n; i += 32) {
+            a0 = _mm256_add_epi32(a0, _mm256_loadu_si256((const __m256i*)(p + i)));
+            a1 = _mm256_add_epi32(a1, _mm256_loadu_si256((const __m256i*)(p + i + 8)));
+            a2 = _mm256_add_epi32(a2, _mm256_loadu_si256((const __m256i*)(p + i + 16)));
+            a3 = _mm256_add_epi32(a3, _mm256_loadu_si256((const __m256i*)(p + i + 24)));
+        }
+        uint32_t lanes[8];
+        _mm256_storeu_si256((__m256i*)lanes, _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)));
+        for (uint32_t v : lanes) total += v;
+#else
+        uint32_t acc[32] = {0};  // the compiler vectorizes this form
+        #pragma omp for schedule(static)
+        for (size_t i = 0; i < n; i += 32)
+            for (int j = 0; j < 32; j++) acc[j] += p[i + j];
+        for (uint32_t v : acc) total += v;
+#endif
+    }
+    double dt = now_s() - t0;
+    volatile uint32_t sink = total;
+    (void)sink;
+    return n * 4.0 / dt / 1e9;
+}
+
+struct Bandwidth {
+    const void* data = nullptr;  // the model file, or null: allocate each time
+    size_t bytes = 256u << 20;
+    double measure() const {  // GB/s, the better of two passes (the first may fault pages in)
+        std::vector<uint32_t> own;
+        const void* p = data;
+        if (!p) {
+            own.assign(bytes / 4, 1);
+            p = own.data();
+        }
+        return std::max(read_bandwidth(p, bytes), read_bandwidth(p, bytes));
+    }
+};
 
 // FMA throughput: 12 independent chains of 8-wide fused multiply-adds per
 // thread. Zen 3 has two FMA units with a latency of 4 cycles: 8 chains in
@@ -275,14 +297,19 @@ int cmd_bench(int argc, char** argv) {
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     printf("machine    %d threads, fast kernels compiled for %s\n", g_kernels.threads, simd_name());
-    double bw = measure_read_bandwidth(std::max(reps, 3));
-    double peak = measure_fma_gflops(std::max(reps, 3));
-    printf("memory     read bandwidth %.1f GB/s (median, 512 MB buffer)\n", bw);
-    printf("compute    FMA peak %.0f GFLOP/s (f32, all threads)\n", peak);
-
+    warn_if_busy();
     Model m;
     load_model(m, path);
     const Config& c = m.cfg;
+    Bandwidth bandwidth;
+    if (m.file_size >= bandwidth.bytes) bandwidth.data = m.map;
+    std::vector<double> bws;
+    for (int r = 0; r < std::max(reps, 3); r++) bws.push_back(bandwidth.measure());
+    double bw = median(bws);
+    double peak = measure_fma_gflops(std::max(reps, 3));
+    printf("memory     read bandwidth %.1f GB/s (median; %s)\n", bw,
+           bandwidth.data ? "reading the model file's pages" : "a 256 MB buffer");
+    printf("compute    FMA peak %.0f GFLOP/s (f32, all threads)\n", peak);
     Weights w;
     collect_weights(m, w);
     bool is_05b = c.hidden == 896 && c.n_layers == 24 && c.vocab == 151936;
@@ -331,12 +358,16 @@ int cmd_bench(int argc, char** argv) {
                 }
                 pp_tps.push_back(median(tps));
             }
-            std::vector<double> tg;
+            // Decode, each run right after a bandwidth measurement: the
+            // efficiency compares the two as they were at that moment.
+            std::vector<double> tg, effic;
             for (int r = 0; r < reps && n_decode > 0; r++) {
                 int next = argmax(prefill(16), c.vocab);
+                double bw_now = bandwidth.measure();
                 double t0 = now_s();
                 for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                 tg.push_back(n_decode / (now_s() - t0));
+                effic.push_back(bytes * tg.back() / 1e9 / bw_now);
             }
             double decode = tg.empty() ? 0 : median(tg);
             const Reference* ref = nullptr;
@@ -345,7 +376,7 @@ int cmd_bench(int argc, char** argv) {
 
             printf("%-5s %-7s %3d", dtype_name(dt), kernel_set_name(set), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
-            printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * bytes * decode / 1e9 / bw,
+            printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, effic.empty() ? 0 : 100 * median(effic),
                    100 * flops * pp_tps.back() / 1e9 / peak);
             if (ref) printf(" %8.1f %7.2fx %8.0f", ref->decode, decode / ref->decode, ref->prefill128);
             else printf(" %8s %8s %8s", "-", "-", "-");
@@ -354,7 +385,7 @@ int cmd_bench(int argc, char** argv) {
         }
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
-           "effic: GB/tok x decode / read bandwidth; %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
+           "effic: GB/tok x decode / read bandwidth measured just before; %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
            "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (issue #6),\n"
            "shown for the 0.5B model at 2 threads; ratio: our decode / llama.cpp decode.\n");
     printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);

@@ -80,6 +80,10 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
 // values + j*stride (stride in bytes: one cache row, all KV heads).
 void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim);
+// Its fast twin (kernels_fast.cpp): scores for 4 keys at a time with SIMD;
+// simd false runs the scalar twin, bitwise equal.
+void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                         size_t stride, DType kv_type, int n, int head_dim, bool simd);
 
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.

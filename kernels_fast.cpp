@@ -402,3 +402,38 @@ void vec_axpy_fast(float* y, float alpha, const void* x, DType xt, int n, bool s
 #endif
     for (; i < n; i++) y[i] = std::fma(alpha, widen(xt, x, i), y[i]);
 }
+
+// One attention head for one query (kernels.h: attention_head). The scores
+// take 4 keys per pass: each key's dot product is one chain of dependent
+// FMAs, so four side by side keep the FMA units busy where one would wait
+// on each result. Each key still sums in the one order, so this equals
+// one key at a time bit for bit.
+void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                         size_t stride, DType kv_type, int n, int head_dim, bool simd) {
+    float scale = 1.0f / std::sqrt((float)head_dim);
+    int j = 0;
+#ifdef LANTERN_AVX2
+    if (simd && head_dim % LANES == 0) {
+        for (; j + 4 <= n; j += 4) {
+            const uint8_t* k = keys + j * stride;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int i = 0; i < head_dim; i += LANES) {
+                __m256 qv = _mm256_loadu_ps(q + i);
+                a0 = _mm256_fmadd_ps(qv, load8(kv_type, k, i), a0);
+                a1 = _mm256_fmadd_ps(qv, load8(kv_type, k + stride, i), a1);
+                a2 = _mm256_fmadd_ps(qv, load8(kv_type, k + 2 * stride, i), a2);
+                a3 = _mm256_fmadd_ps(qv, load8(kv_type, k + 3 * stride, i), a3);
+            }
+            scores[j] = hsum(a0) * scale;
+            scores[j + 1] = hsum(a1) * scale;
+            scores[j + 2] = hsum(a2) * scale;
+            scores[j + 3] = hsum(a3) * scale;
+        }
+    }
+#endif
+    for (; j < n; j++) scores[j] = vec_dot_fast(q, keys + j * stride, kv_type, head_dim, simd) * scale;
+    softmax(scores, n);
+    for (int i = 0; i < head_dim; i++) out[i] = 0.0f;
+    for (j = 0; j < n; j++) vec_axpy_fast(out, scores[j], values + j * stride, kv_type, head_dim, simd);
+}
+

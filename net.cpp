@@ -65,32 +65,25 @@ static void attention(Net& net, int layer, int T, int pos) {
     int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads;
     int first = net.first_pos;
     int kv_len = pos + T - first;  // keys visible to the last token
-    float scale = 1.0f / std::sqrt((float)hd);
     float* scores = net.scores.data();  // [n_heads, T, kv_len]
 
     DType kv_type = net.kv.type;
 
     // Threads over (head, token) pairs: each output row belongs to one
-    // thread, so the result does not depend on the thread count. The two
-    // inner loops are vec_dot and vec_axpy (kernels.h), SIMD with --kernels fast.
+    // thread, so the result does not depend on the thread count. One head
+    // for one query is attention_head (kernels.h), or its SIMD twin.
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
             const float* q = &net.q[(size_t)t * q_dim + h * hd];
             float* s = scores + ((size_t)h * T + t) * kv_len;
             int kvh = h / group, n = pos + t + 1 - first;
-            if (g_kernels.set == KernelSet::Plain) {  // the same loops, as one reference function (kernels.cpp)
-                attention_head(&net.att[(size_t)t * q_dim + h * hd], s, q, net.kv.key(layer, first, kvh, hd),
-                               net.kv.value(layer, first, kvh, hd), (size_t)net.kv.kv_dim * net.kv.elt(), kv_type, n, hd);
-                for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
-                continue;
-            }
-            for (int j = 0; j < n; j++) s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
-            softmax(s, n);
-            for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
             float* out = &net.att[(size_t)t * q_dim + h * hd];
-            for (int i = 0; i < hd; i++) out[i] = 0.0f;
-            for (int j = 0; j < n; j++) vec_axpy(out, s[j], net.kv.value(layer, first + j, kvh, hd), kv_type, hd);
+            const uint8_t *keys = net.kv.key(layer, first, kvh, hd), *values = net.kv.value(layer, first, kvh, hd);
+            size_t stride = (size_t)net.kv.kv_dim * net.kv.elt();  // bytes from one position to the next
+            if (g_kernels.set == KernelSet::Plain) attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
+            else attention_head_fast(out, s, q, keys, values, stride, kv_type, n, hd, g_kernels.set == KernelSet::Fast);
+            for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
         }
     }
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);

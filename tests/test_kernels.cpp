@@ -266,3 +266,36 @@ TEST_CASE("vec_dot and vec_axpy (KV rows in f32, f16, bf16): fast equals plain w
                 CHECK(std::fabs(yf[i] - yp[i]) <= 2 * U * (std::fabs(0.37 * b[i]) + std::fabs(y0[i])));
         }
 }
+
+// Attention for one head and one query. The fast twin rounds differently
+// (float sums in lanes, fused multiply-adds), each step by 2^-24 relative;
+// over head_dim/8 + n steps at these sizes that is below 1e-6 of the values'
+// scale, so 1e-5 x max|v| leaves 10x headroom while a wrong key, a missing
+// scale or a lost tail moves the output by far more.
+TEST_CASE("attention_head_fast equals attention_head (f32/f16/bf16 cache, 1..70 keys), and its scalar twin bitwise") {
+    std::mt19937 rng(13);
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+        for (int hd : {8, 12, 64})
+            for (int n : {1, 3, 4, 5, 9, 70}) {
+                std::string type = dtype_name(dt);
+                CAPTURE(type);
+                CAPTURE(hd);
+                CAPTURE(n);
+                int kv_heads = 2;  // rows of the cache hold two heads: the stride skips the other one
+                TestMat K = random_mat(dt, n, kv_heads * hd, rng), V = random_mat(dt, n, kv_heads * hd, rng);
+                std::vector<float> q = random_vec(hd, rng);
+                size_t elt = dt == DType::F32 ? 4 : 2, stride = kv_heads * hd * elt;
+                const uint8_t* keys = (const uint8_t*)K.m.data + hd * elt;  // head 1
+                const uint8_t* values = (const uint8_t*)V.m.data + hd * elt;
+                std::vector<float> out_p(hd), out_f(hd), out_s(hd), s_p(n), s_f(n), s_s(n);
+                attention_head(out_p.data(), s_p.data(), q.data(), keys, values, stride, dt, n, hd);
+                attention_head_fast(out_f.data(), s_f.data(), q.data(), keys, values, stride, dt, n, hd, true);
+                attention_head_fast(out_s.data(), s_s.data(), q.data(), keys, values, stride, dt, n, hd, false);
+                CHECK(bitwise_equal(out_f, out_s));
+                CHECK(bitwise_equal(s_f, s_s));
+                int bad = 0;
+                for (int i = 0; i < hd; i++) bad += std::fabs(out_f[i] - out_p[i]) > 1e-5;  // |v| <= 1
+                for (int j = 0; j < n; j++) bad += std::fabs(s_f[j] - s_p[j]) > 1e-5;
+                CHECK(bad == 0);
+            }
+}
