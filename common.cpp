@@ -12,6 +12,18 @@ void fail(const char* fmt, ...) {
     throw LanternError(buf);
 }
 
+std::string strprintf(const char* fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    std::string s(n > 0 ? (size_t)n : 0, '\0');
+    vsnprintf(&s[0], s.size() + 1, fmt, ap2);
+    va_end(ap2);
+    return s;
+}
+
 const char* dtype_name(DType t) {
     switch (t) {
         case DType::F32: return "F32";

@@ -17,6 +17,8 @@ struct LanternError : std::runtime_error {
 
 // printf-style helper that builds the message and throws.
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// printf into a std::string (messages, JSON and HTML snippets).
+std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Element types a weight matrix can be stored in. Q8_0 never comes from a file
 // here: it is made at load time by --quant q8_0 (see kernels.cpp).

@@ -68,15 +68,6 @@ struct ServeOptions {
 const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
 const int DEFAULT_MAX_TOKENS = 256;     // like the command line's -n
 
-static std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static std::string format(const char* fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
 
 // Invalid UTF-8 can reach a JSON string only through an error message that
 // quotes the client's bytes; `replace` turns it into U+FFFD instead of
@@ -156,29 +147,29 @@ static bool present(const json& b, const char* k) { return b.contains(k) && !b[k
 
 static double number_field(const json& b, const char* k, double def, double lo, double hi, bool lo_open = false) {
     if (!present(b, k)) return def;
-    if (!b[k].is_number()) bad_request(k, "invalid_type", format("'%s' must be a number", k));
+    if (!b[k].is_number()) bad_request(k, "invalid_type", strprintf("'%s' must be a number", k));
     double v = b[k].get<double>();
     if (v < lo || v > hi || (lo_open && v == lo))
-        bad_request(k, "invalid_value", format("'%s' must be in %s%g, %g], not %g", k, lo_open ? "(" : "[", lo, hi, v));
+        bad_request(k, "invalid_value", strprintf("'%s' must be in %s%g, %g], not %g", k, lo_open ? "(" : "[", lo, hi, v));
     return v;
 }
 
 static long long int_field(const json& b, const char* k, long long def, long long lo, long long hi) {
     if (!present(b, k)) return def;
     const json& v = b[k];
-    if (!v.is_number_integer()) bad_request(k, "invalid_type", format("'%s' must be an integer", k));
+    if (!v.is_number_integer()) bad_request(k, "invalid_type", strprintf("'%s' must be an integer", k));
     // Non-negative numbers come as unsigned: the first test keeps one past
     // LLONG_MAX from wrapping around in get<long long>().
     bool in_range = !(v.is_number_unsigned() && v.get<unsigned long long>() > (unsigned long long)hi) &&
                     v.get<long long>() >= lo && v.get<long long>() <= hi;
-    if (!in_range) bad_request(k, "invalid_value", format("'%s' must be an integer in [%lld, %lld]", k, lo, hi));
+    if (!in_range) bad_request(k, "invalid_value", strprintf("'%s' must be an integer in [%lld, %lld]", k, lo, hi));
     return v.get<long long>();
 }
 
 // A message's content: a string, or the newer list of parts, of which only
 // {"type": "text", "text": "..."} parts mean anything to a text model.
 static std::string message_content(const json& m, size_t i) {
-    std::string param = format("messages[%zu].content", i);
+    std::string param = strprintf("messages[%zu].content", i);
     if (!m.contains("content") || !(m["content"].is_string() || m["content"].is_array()))
         bad_request(param, "invalid_type", "'" + param + "' must be a string or a list of text parts");
     if (m["content"].is_string()) return m["content"].get<std::string>();
@@ -201,7 +192,7 @@ static std::string chat_prompt(const json& b) {
     if (ms.empty()) bad_request("messages", "empty_array", "'messages' must hold at least one message");
     std::vector<ChatMessage> msgs;
     for (size_t i = 0; i < ms.size(); i++) {
-        std::string param = format("messages[%zu]", i);
+        std::string param = strprintf("messages[%zu]", i);
         if (!ms[i].is_object()) bad_request(param, "invalid_type", "'" + param + "' must be an object");
         if (!ms[i].contains("role") || !ms[i]["role"].is_string())
             bad_request(param + ".role", "invalid_type", "'" + param + ".role' must be a string");
@@ -285,7 +276,7 @@ static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& bo
     if (job->prompt.empty()) bad_request(where, "invalid_value", "the prompt is empty");
     if ((int)job->prompt.size() >= e.n_ctx)
         bad_request(where, "context_length_exceeded",
-                    format("the prompt is %zu tokens; the context holds %d (start the server with a larger --ctx)",
+                    strprintf("the prompt is %zu tokens; the context holds %d (start the server with a larger --ctx)",
                            job->prompt.size(), e.n_ctx));
     return job;
 }
@@ -324,7 +315,7 @@ static void run_job(Engine& e, Job& job) {
     Sampler sampler;
     sampler_init(sampler, job.gen.sampling);
     LOGD(CAT_SERVER, "request %d: %zu prompt tokens, seed %u", job.id, job.prompt.size(), job.gen.sampling.seed);
-    bool tracing = trace_start(e.opt.trace, format("%s (request %d)", job.chat ? "POST /v1/chat/completions" : "POST /v1/completions", job.id));
+    bool tracing = trace_start(e.opt.trace, strprintf("%s (request %d)", job.chat ? "POST /v1/chat/completions" : "POST /v1/completions", job.id));
     if (tracing) {
         trace_set_model(e.model, e.tok);
         trace_set_prompt(job.prompt_text, job.gen.sampling);
@@ -395,7 +386,7 @@ static json usage_json(const Job& job) {
 
 // The fields every answer and every stream chunk carry.
 static json envelope(const Engine& e, const Job& job, const char* object) {
-    return {{"id", format("%s-%d", job.chat ? "chatcmpl" : "cmpl", job.id)},
+    return {{"id", strprintf("%s-%d", job.chat ? "chatcmpl" : "cmpl", job.id)},
             {"object", object}, {"created", job.created}, {"model", e.model_id}};
 }
 
@@ -433,7 +424,7 @@ struct RequestNote {
 static thread_local RequestNote t_note;
 
 static void note_tokens(const Job& job, const char* how) {
-    t_note.tokens = format(" | %zu prompt + %zu completion tokens (%s)", job.prompt.size(), job.result.ids.size(), how);
+    t_note.tokens = strprintf(" | %zu prompt + %zu completion tokens (%s)", job.prompt.size(), job.result.ids.size(), how);
 }
 
 // Server-sent events: the response stays open and each piece of text goes
@@ -499,7 +490,7 @@ static void handle_generate(Engine& e, const std::string& body, httplib::Respons
     job->id = ++e.next_id;
     job->created = (long)time(nullptr);
     if (!submit(e, job))
-        return send_error(res, {503, format("the server is busy: %d requests are already waiting; try again later",
+        return send_error(res, {503, strprintf("the server is busy: %d requests are already waiting; try again later",
                                             e.opt.queue_limit), "", "queue_full"});
     if (job->stream) return stream_answer(e, job, res);
     std::unique_lock<std::mutex> lk(job->mu);
@@ -515,8 +506,8 @@ static httplib::Server::HandlerResponse error_page(const httplib::Request& req, 
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404) send_error(res, {404, "no such endpoint: " + req.method + " " + req.path, "", "not_found"});
     else if (res.status == 413)
-        send_error(res, {413, format("the request body is over %zu bytes", MAX_BODY_BYTES), "", "request_too_large"});
-    else send_error(res, {res.status, format("HTTP %d", res.status), "", ""});
+        send_error(res, {413, strprintf("the request body is over %zu bytes", MAX_BODY_BYTES), "", "request_too_large"});
+    else send_error(res, {res.status, strprintf("HTTP %d", res.status), "", ""});
     return httplib::Server::HandlerResponse::Handled;
 }
 

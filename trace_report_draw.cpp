@@ -18,15 +18,6 @@
 // ---------------------------------------------------------------------------
 // Small text helpers.
 
-std::string fmt(const char* f, ...) {
-    char b[2048];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(b, sizeof b, f, ap);
-    va_end(ap);
-    return b;
-}
-
 std::string esc(const std::string& s) {
     std::string r;
     for (char c : s) {
@@ -48,20 +39,20 @@ std::string token_text(const Recorder& r, int id) {
     for (unsigned char c : s) {
         if (c == '\n') out += "\u21b5";
         else if (c == '\t') out += "\u21e5";
-        else if (c < 0x20) out += fmt("\\x%02x", c);
+        else if (c < 0x20) out += strprintf("\\x%02x", c);
         else out += (char)c;
     }
     return out;
 }
 
 std::string bytes_str(double b) {
-    if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
-    if (b >= 1e6) return fmt("%.1f MB", b / 1e6);
-    return fmt("%.1f kB", b / 1e3);
+    if (b >= 1e9) return strprintf("%.2f GB", b / 1e9);
+    if (b >= 1e6) return strprintf("%.1f MB", b / 1e6);
+    return strprintf("%.1f kB", b / 1e3);
 }
 std::string flops_str(double f) {
-    if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
-    return fmt("%.1f MFLOP", f / 1e6);
+    if (f >= 1e9) return strprintf("%.2f GFLOP", f / 1e9);
+    return strprintf("%.1f MFLOP", f / 1e6);
 }
 
 // Round axis steps: 1, 2 or 5 times a power of ten.
@@ -138,8 +129,8 @@ static std::string time_axis(double t0, double t1, double x0, double w, double y
     double step = nice_step(t1 - t0, 8);
     for (double t = std::ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) {
         double x = x0 + (t - t0) / (t1 - t0) * w;
-        s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>", x, y - h, x, y);
-        s += fmt("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%g ms</text>", x, y + 13, t);
+        s += strprintf("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='grid'/>", x, y - h, x, y);
+        s += strprintf("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%g ms</text>", x, y + 13, t);
     }
     return s;
 }
@@ -151,28 +142,28 @@ std::string timeline_svg(const Recorder& r, double t0, double t1, const char* ti
     const char* lanes[] = {"load / tokenize", "prefill", "decode", "sample"};
     double H = 4 * lane + 40;
     auto X = [&](double t) { return L + (t - t0) / std::max(1.0, t1 - t0) * w; };
-    std::string s = fmt("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f' role='img'><title>%s</title>", W, H, W, title);
+    std::string s = strprintf("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f' role='img'><title>%s</title>", W, H, W, title);
     for (int i = 0; i < 4; i++)
-        s += fmt("<text x='%.0f' y='%.1f' class='lane' text-anchor='end'>%s</text>", L - 8, 8 + i * lane + 16, lanes[i]);
+        s += strprintf("<text x='%.0f' y='%.1f' class='lane' text-anchor='end'>%s</text>", L - 8, 8 + i * lane + 16, lanes[i]);
     s += time_axis((t0 - r.t_start_us) / 1000, (t1 - r.t_start_us) / 1000, L, w, 4 * lane + 12, 4 * lane + 6);
     auto bar = [&](double a, double b, int row, const char* cls, const std::string& tip) {
         if (b < t0 || a > t1) return;
         double x = X(std::max(a, t0)), xe = X(std::min(b, t1));
-        s += fmt("<rect x='%.2f' y='%.1f' width='%.2f' height='%.0f' class='%s'><title>", x, 8 + row * lane + 3,
+        s += strprintf("<rect x='%.2f' y='%.1f' width='%.2f' height='%.0f' class='%s'><title>", x, 8 + row * lane + 3,
                  std::max(0.8, xe - x), lane - 8, cls) + esc(tip) + "</title></rect>";
     };
     for (const SpanRecord& sp : r.spans)
-        if (sp.name != "generate") bar(sp.t0_us, sp.t1_us, 0, "b-run", fmt("%s: %.2f ms", sp.name.c_str(), (sp.t1_us - sp.t0_us) / 1000));
+        if (sp.name != "generate") bar(sp.t0_us, sp.t1_us, 0, "b-run", strprintf("%s: %.2f ms", sp.name.c_str(), (sp.t1_us - sp.t0_us) / 1000));
     size_t f = 0;
     for (size_t i = 0; i < r.forwards.size(); i++) {
         const ForwardRecord& fw = r.forwards[i];
         bar(fw.t0_us, fw.t1_us, fw.prefill ? 1 : 2, fw.prefill ? "b-prefill" : "b-decode",
-            fmt("forward %zu: %d token%s at pos %d, %.3f ms", i, fw.T, fw.T == 1 ? "" : "s", fw.pos, (fw.t1_us - fw.t0_us) / 1000));
+            strprintf("forward %zu: %d token%s at pos %d, %.3f ms", i, fw.T, fw.T == 1 ? "" : "s", fw.pos, (fw.t1_us - fw.t0_us) / 1000));
     }
     for (const TokenRecord& t : r.tokens) {
         while (f + 1 < r.forwards.size() && r.forwards[f + 1].t1_us <= t.t_us) f++;
         double a = r.forwards.empty() ? t.t_us : r.forwards[f].t1_us;
-        bar(a, t.t_us, 3, "b-sample", fmt("sample -> token %d (%s), %.3f ms", t.info.token, token_text(r, t.info.token).c_str(), (t.t_us - a) / 1000));
+        bar(a, t.t_us, 3, "b-sample", strprintf("sample -> token %d (%s), %.3f ms", t.info.token, token_text(r, t.info.token).c_str(), (t.t_us - a) / 1000));
     }
     return s + "</svg>";
 }
@@ -184,10 +175,10 @@ std::string forward_bars_svg(const Recorder& r) {
     for (auto& f : r.forwards) mx = std::max(mx, (f.t1_us - f.t0_us) / 1000);
     if (mx <= 0) mx = 1;
     double step = nice_step(mx, 4), ymax = std::ceil(mx / step) * step;
-    std::string s = fmt("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f'>", W, H, W);
+    std::string s = strprintf("<svg class='chart' viewBox='0 0 %.0f %.0f' width='%.0f'>", W, H, W);
     for (double v = 0; v <= ymax + 1e-9; v += step) {
         double y = top + h - v / ymax * h;
-        s += fmt("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g ms</text>",
+        s += strprintf("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g ms</text>",
                  L, y, L + w, y, L - 6, y + 4, v);
     }
     size_t n = std::max<size_t>(1, r.forwards.size());
@@ -195,13 +186,13 @@ std::string forward_bars_svg(const Recorder& r) {
     for (size_t i = 0; i < r.forwards.size(); i++) {
         const ForwardRecord& f = r.forwards[i];
         double ms = (f.t1_us - f.t0_us) / 1000, bh = std::max(0.5, ms / ymax * h);
-        s += fmt("<rect x='%.2f' y='%.2f' width='%.2f' height='%.2f' class='%s'><title>forward %zu (%s): %d token%s, %.3f ms</title></rect>",
+        s += strprintf("<rect x='%.2f' y='%.2f' width='%.2f' height='%.2f' class='%s'><title>forward %zu (%s): %d token%s, %.3f ms</title></rect>",
                  L + i * bw + bw * 0.1, top + h - bh, std::max(0.6, bw * 0.8), bh, f.prefill ? "b-prefill" : "b-decode", i,
                  f.prefill ? "prefill" : "decode", f.T, f.T == 1 ? "" : "s", ms);
         if (f.prefill && bw > 14)
-            s += fmt("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>T=%d</text>", L + (i + 0.5) * bw, top + h - bh - 4, f.T);
+            s += strprintf("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>T=%d</text>", L + (i + 0.5) * bw, top + h - bh - 4, f.T);
     }
-    s += fmt("<text x='%.0f' y='%.0f' class='tick'>forward calls in order: prefill (T tokens each) then one per decoded token</text>", L, H - 6);
+    s += strprintf("<text x='%.0f' y='%.0f' class='tick'>forward calls in order: prefill (T tokens each) then one per decoded token</text>", L, H - 6);
     return s + "</svg>";
 }
 
@@ -216,24 +207,24 @@ std::string layer_chart_svg(const std::string& title, const std::vector<Line>& l
     hi = std::ceil(hi / step) * step;
     auto X = [&](int i) { return L + (n_layers > 1 ? i * w / (n_layers - 1) : w / 2); };
     auto Y = [&](double v) { return top + h - (v - lo) / (hi - lo) * h; };
-    std::string s = fmt("<svg class='chart small' viewBox='0 0 %.0f %.0f' width='%.0f'><text x='%.0f' y='15' class='ctitle'>", W, H, W, L) + esc(title) + "</text>";
+    std::string s = strprintf("<svg class='chart small' viewBox='0 0 %.0f %.0f' width='%.0f'><text x='%.0f' y='15' class='ctitle'>", W, H, W, L) + esc(title) + "</text>";
     for (double v = lo; v <= hi + 1e-9; v += step)
-        s += fmt("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g</text>",
+        s += strprintf("<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' class='grid'/><text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%g</text>",
                  L, Y(v), L + w, Y(v), L - 5, Y(v) + 4, v);
     int every = std::max(1, n_layers / 12);
     for (int i = 0; i < n_layers; i += every)
-        s += fmt("<text x='%.1f' y='%.0f' class='tick' text-anchor='middle'>%d</text>", X(i), top + h + 14, i);
-    s += fmt("<text x='%.0f' y='%.0f' class='tick' text-anchor='middle'>layer</text>", L + w / 2, H - 4);
+        s += strprintf("<text x='%.1f' y='%.0f' class='tick' text-anchor='middle'>%d</text>", X(i), top + h + 14, i);
+    s += strprintf("<text x='%.0f' y='%.0f' class='tick' text-anchor='middle'>layer</text>", L + w / 2, H - 4);
     double lx = L + 6;
     for (auto& l : lines) {
         std::string pts;
         for (int i = 0; i < (int)l.y.size(); i++)
             if (std::isfinite(l.y[i])) {
-                pts += fmt("%.1f,%.1f ", X(i), Y(l.y[i]));
-                s += fmt("<circle cx='%.1f' cy='%.1f' r='2.4' class='%s'><title>layer %d: %.4g</title></circle>", X(i), Y(l.y[i]), l.cls.c_str(), i, l.y[i]);
+                pts += strprintf("%.1f,%.1f ", X(i), Y(l.y[i]));
+                s += strprintf("<circle cx='%.1f' cy='%.1f' r='2.4' class='%s'><title>layer %d: %.4g</title></circle>", X(i), Y(l.y[i]), l.cls.c_str(), i, l.y[i]);
             }
         s += "<polyline points='" + pts + "' class='" + l.cls + "'/>";
-        s += fmt("<text x='%.0f' y='%.0f' class='legend %s'>", lx, top + 10, l.cls.c_str()) + esc(l.label) + "</text>";
+        s += strprintf("<text x='%.0f' y='%.0f' class='legend %s'>", lx, top + 10, l.cls.c_str()) + esc(l.label) + "</text>";
         lx += 8 + 6.5 * l.label.size();
     }
     return s + "</svg>";
@@ -250,10 +241,10 @@ std::string sparkline_svg(const TensorSeries& t, const Recorder& r) {
     std::string pts, dots;
     for (size_t i = 0; i < t.rms.size(); i++) {
         double x = 2 + t.forward[i] * (W - 4) / (n - 1), y = H - 3 - (t.rms[i] - lo) / (hi - lo) * (H - 6);
-        pts += fmt("%.1f,%.1f ", x, y);
-        if (r.forwards[t.forward[i]].prefill) dots += fmt("<circle cx='%.1f' cy='%.1f' r='1.8' class='sp-dot'/>", x, y);
+        pts += strprintf("%.1f,%.1f ", x, y);
+        if (r.forwards[t.forward[i]].prefill) dots += strprintf("<circle cx='%.1f' cy='%.1f' r='1.8' class='sp-dot'/>", x, y);
     }
-    return fmt("<svg class='spark' viewBox='0 0 %.0f %.0f' width='%.0f' height='%.0f'><polyline points='", W, H, W, H) + pts + "'/>" + dots + "</svg>";
+    return strprintf("<svg class='spark' viewBox='0 0 %.0f %.0f' width='%.0f' height='%.0f'><polyline points='", W, H, W, H) + pts + "'/>" + dots + "</svg>";
 }
 
 
@@ -261,13 +252,13 @@ std::string sparkline_svg(const TensorSeries& t, const Recorder& r) {
 // sqrt(p), the scale the cells are stored in).
 std::string heat_legend_svg() {
     const double W = 300, w = 280, x0 = 10;
-    std::string s = fmt("<svg class='ramp' viewBox='0 0 %.0f 34' width='%.0f' height='34'><defs><linearGradient id='ramp'>", W, W);
+    std::string s = strprintf("<svg class='ramp' viewBox='0 0 %.0f 34' width='%.0f' height='34'><defs><linearGradient id='ramp'>", W, W);
     for (int i = 0; i < 5; i++)
-        s += fmt("<stop offset='%d%%' stop-color='rgb(%.0f,%.0f,%.0f)'/>", i * 25, ANCHORS[i][0], ANCHORS[i][1], ANCHORS[i][2]);
-    s += fmt("</linearGradient></defs><rect x='%.0f' y='2' width='%.0f' height='12' fill='url(#ramp)'/>", x0, w);
+        s += strprintf("<stop offset='%d%%' stop-color='rgb(%.0f,%.0f,%.0f)'/>", i * 25, ANCHORS[i][0], ANCHORS[i][1], ANCHORS[i][2]);
+    s += strprintf("</linearGradient></defs><rect x='%.0f' y='2' width='%.0f' height='12' fill='url(#ramp)'/>", x0, w);
     for (double p : {0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0}) {
         double x = x0 + std::sqrt(p) * w;
-        s += fmt("<line x1='%.1f' y1='14' x2='%.1f' y2='18' stroke='#666'/><text x='%.1f' y='30' class='tick' text-anchor='middle'>%g</text>", x, x, x, p);
+        s += strprintf("<line x1='%.1f' y1='14' x2='%.1f' y2='18' stroke='#666'/><text x='%.1f' y='30' class='tick' text-anchor='middle'>%g</text>", x, x, x, p);
     }
     return s + "</svg>";
 }

@@ -5,7 +5,6 @@
 #include <vector>
 #include "trace_report.h"
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));  // printf into a string
 std::string esc(const std::string& s);                  // HTML-escape
 std::string token_text(const Recorder& r, int id);      // a token as a person should see it
 std::string bytes_str(double bytes);                    // "988.1 MB"

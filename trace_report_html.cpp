@@ -31,9 +31,9 @@ static double span_ms(const Recorder& r, const char* name) {
 
 static std::string sampler_settings(const SamplerParams& s) {
     std::string t = s.temperature <= 0 ? "greedy (temperature 0: always the most likely token)"
-                                       : fmt("temperature %g, top-k %d, top-p %g, seed %u", s.temperature, s.top_k, s.top_p, s.seed);
+                                       : strprintf("temperature %g, top-k %d, top-p %g, seed %u", s.temperature, s.top_k, s.top_p, s.seed);
     if (s.repeat_penalty != 1 || s.frequency_penalty != 0 || s.presence_penalty != 0)
-        t += fmt("; repeat penalty %g, frequency %g, presence %g over the last %d tokens", s.repeat_penalty,
+        t += strprintf("; repeat penalty %g, frequency %g, presence %g over the last %d tokens", s.repeat_penalty,
                  s.frequency_penalty, s.presence_penalty, s.repeat_last_n);
     return t;
 }
@@ -44,13 +44,13 @@ static std::string section_run(const Recorder& r) {
     row("command", "<code>" + esc(r.command) + "</code>");
     if (r.model) {
         const Config& c = r.model->cfg;
-        row("model", esc(r.model->dir) + fmt(" &middot; %.1f M parameters &middot; %s", parameter_count(*r.model) / 1e6,
+        row("model", esc(r.model->dir) + strprintf(" &middot; %.1f M parameters &middot; %s", parameter_count(*r.model) / 1e6,
                                               dtype_name(r.model->embed.dtype)));
-        row("shape", fmt("%d layers, hidden %d, %d query heads / %d KV heads of %d, MLP %d, vocabulary %d", c.n_layers,
+        row("shape", strprintf("%d layers, hidden %d, %d query heads / %d KV heads of %d, MLP %d, vocabulary %d", c.n_layers,
                          c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate, c.vocab));
     }
     row("sampler", esc(sampler_settings(r.sampling)));
-    row("machine", fmt("%d OpenMP threads", omp_get_max_threads()));
+    row("machine", strprintf("%d OpenMP threads", omp_get_max_threads()));
     char when[64];
     time_t now = time(nullptr);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
@@ -79,12 +79,12 @@ static std::string section_time(const Recorder& r) {
                     "<p>Prefill runs every prompt token through the model in one batch and leaves their keys and values "
                     "in the KV cache; decode then runs one token per forward call, each new token going back in as input.</p>"
                     "<div class='cards'>";
-    s += card("load", fmt("%.1f ms", span_ms(r, "load")), "weights mapped, tokenizer read, KV cache made");
-    s += card("tokenize", fmt("%.2f ms", span_ms(r, "tokenize")), fmt("%d prompt tokens", pf.tokens));
-    s += card("prefill", fmt("%.1f ms", pf.ms),
-              fmt("%d tokens in %d forward call%s &middot; <b>%.0f tok/s</b>", pf.tokens, pf.forwards, pf.forwards == 1 ? "" : "s",
+    s += card("load", strprintf("%.1f ms", span_ms(r, "load")), "weights mapped, tokenizer read, KV cache made");
+    s += card("tokenize", strprintf("%.2f ms", span_ms(r, "tokenize")), strprintf("%d prompt tokens", pf.tokens));
+    s += card("prefill", strprintf("%.1f ms", pf.ms),
+              strprintf("%d tokens in %d forward call%s &middot; <b>%.0f tok/s</b>", pf.tokens, pf.forwards, pf.forwards == 1 ? "" : "s",
                   pf.ms > 0 ? pf.tokens / (pf.ms / 1000) : 0), "c-prefill");
-    s += card("time to first token", fmt("%.1f ms", ttft), "prefill + the first draw");
+    s += card("time to first token", strprintf("%.1f ms", ttft), "prefill + the first draw");
     // The median step next to the mean: one step that lost the CPU to another
     // program moves the mean, not the median.
     std::vector<double> steps;
@@ -92,10 +92,10 @@ static std::string section_time(const Recorder& r) {
         if (!fw.prefill) steps.push_back((fw.t1_us - fw.t0_us) / 1000);
     std::sort(steps.begin(), steps.end());
     double median = steps.empty() ? 0 : steps[steps.size() / 2];
-    s += card("decode", fmt("%.1f ms", dc.ms),
-              fmt("%d forward calls &middot; %.2f ms each, median %.2f &middot; <b>%.1f tok/s</b>", dc.forwards,
+    s += card("decode", strprintf("%.1f ms", dc.ms),
+              strprintf("%d forward calls &middot; %.2f ms each, median %.2f &middot; <b>%.1f tok/s</b>", dc.forwards,
                   dc.forwards ? dc.ms / dc.forwards : 0, median, dc.ms > 0 ? dc.forwards / (dc.ms / 1000) : 0), "c-decode");
-    s += card("sampling", fmt("%.2f ms", sample_ms), fmt("%zu draws, top-5 recorded", r.tokens.size()));
+    s += card("sampling", strprintf("%.2f ms", sample_ms), strprintf("%zu draws, top-5 recorded", r.tokens.size()));
     s += "</div>";
     double end = r.t_start_us;
     for (auto& sp : r.spans) end = std::max(end, sp.t1_us);
@@ -120,36 +120,36 @@ static std::string section_bound(const Recorder& r) {
         for (int i = 0; i < 2; i++) s += "<td>" + (p[i].forwards ? cell(p[i]) : std::string("&ndash;")) + "</td>";
         s += "</tr>";
     };
-    row("forward calls &middot; tokens", [](const PhaseTotals& t) { return fmt("%d &middot; %d", t.forwards, t.tokens); });
-    row("tokens per forward call (T)", [](const PhaseTotals& t) { return fmt("%.1f", (double)t.tokens / t.forwards); });
+    row("forward calls &middot; tokens", [](const PhaseTotals& t) { return strprintf("%d &middot; %d", t.forwards, t.tokens); });
+    row("tokens per forward call (T)", [](const PhaseTotals& t) { return strprintf("%.1f", (double)t.tokens / t.forwards); });
     row("weights read per forward call", [](const PhaseTotals& t) { return bytes_str(t.cost.weight_bytes / t.forwards); });
     row("weights read per token", [](const PhaseTotals& t) { return bytes_str(t.cost.weight_bytes / t.tokens); });
     row("FLOPs per token", [](const PhaseTotals& t) { return flops_str(t.cost.flops / t.tokens); });
-    row("FLOPs per byte of weights read", [](const PhaseTotals& t) { return fmt("<b>%.1f</b>", t.cost.flops / t.cost.weight_bytes); });
+    row("FLOPs per byte of weights read", [](const PhaseTotals& t) { return strprintf("<b>%.1f</b>", t.cost.flops / t.cost.weight_bytes); });
     row("KV cache read (fp32)", [](const PhaseTotals& t) { return bytes_str(t.cost.kv_bytes); });
-    row("time in forward calls", [](const PhaseTotals& t) { return fmt("%.2f ms", t.ms); });
-    row("achieved GFLOP/s", [](const PhaseTotals& t) { return fmt("<b>%.1f</b>", t.cost.flops / (t.ms / 1000) / 1e9); });
-    row("achieved GB/s of weights", [](const PhaseTotals& t) { return fmt("<b>%.2f</b>", t.cost.weight_bytes / (t.ms / 1000) / 1e9); });
+    row("time in forward calls", [](const PhaseTotals& t) { return strprintf("%.2f ms", t.ms); });
+    row("achieved GFLOP/s", [](const PhaseTotals& t) { return strprintf("<b>%.1f</b>", t.cost.flops / (t.ms / 1000) / 1e9); });
+    row("achieved GB/s of weights", [](const PhaseTotals& t) { return strprintf("<b>%.2f</b>", t.cost.weight_bytes / (t.ms / 1000) / 1e9); });
     s += "</table>";
     double head = r.model->lm_head.bytes(), wb = layer_weight_bytes(*r.model) + head;
     double per_weight = wb / (layer_params(*r.model) + (double)r.model->lm_head.rows * r.model->lm_head.cols);
-    s += fmt("<p>Every forward call reads every weight matrix once: %s (%.2g bytes per weight). Each weight then does "
+    s += strprintf("<p>Every forward call reads every weight matrix once: %s (%.2g bytes per weight). Each weight then does "
              "one multiply-add, 2 FLOPs, <i>per token in the batch</i>; only the LM head (%s of it) runs for the last "
              "token alone, since only that token's prediction is sampled. ",
              bytes_str(wb).c_str(), per_weight, bytes_str(head).c_str());
     if (p[0].forwards && p[1].forwards) {
         double ip = p[0].cost.flops / p[0].cost.weight_bytes, id = p[1].cost.flops / p[1].cost.weight_bytes;
         double gp = p[0].cost.flops / (p[0].ms / 1000) / 1e9, gd = p[1].cost.flops / (p[1].ms / 1000) / 1e9;
-        s += fmt("Decode has one token per call, so it does about %.1f FLOPs for each byte it fetches; prefill had %.1f "
+        s += strprintf("Decode has one token per call, so it does about %.1f FLOPs for each byte it fetches; prefill had %.1f "
                  "tokens per call and did %.1f. A CPU core does tens of FLOPs in the time it takes to fetch one byte "
                  "from RAM, so decode spends its time waiting for weights (<b>memory-bound</b>: at best, memory bandwidth "
                  "divided by %s per token), while prefill keeps the arithmetic busy (<b>compute-bound</b>). ",
                  id, (double)p[0].tokens / p[0].forwards, ip, bytes_str(wb).c_str());
         if (gp > gd)
-            s += fmt("In this run prefill reached %.2f GFLOP/s, %.1f times decode's %.2f, while decode streamed %.2f GB/s of weights.</p>",
+            s += strprintf("In this run prefill reached %.2f GFLOP/s, %.1f times decode's %.2f, while decode streamed %.2f GB/s of weights.</p>",
                      gp, gp / gd, gd, p[1].cost.weight_bytes / (p[1].ms / 1000) / 1e9);
         else
-            s += fmt("In this run prefill did <i>not</i> beat decode (%.2f against %.2f GFLOP/s): the first forward call of "
+            s += strprintf("In this run prefill did <i>not</i> beat decode (%.2f against %.2f GFLOP/s): the first forward call of "
                      "a process also pays one-time costs (weights paged in from the file on first touch, buffers allocated, "
                      "threads started), and with %d prompt tokens on a model this small they outweigh the arithmetic. "
                      "A longer prompt, or the 0.5B model, shows the effect.</p>", gp, gd, p[0].tokens);
@@ -157,10 +157,10 @@ static std::string section_bound(const Recorder& r) {
         s += "</p>";
     }
     if (wb < 64e6)
-        s += fmt("<p class='note'>This model is small: its weights (%s) may sit in the CPU cache, so decode is not held back "
+        s += strprintf("<p class='note'>This model is small: its weights (%s) may sit in the CPU cache, so decode is not held back "
                  "by RAM here%s. The 0.5B model (about 1 GB in bf16, 358 M of its 494 M weights in the layers) shows "
                  "the difference clearly.</p>", bytes_str(wb).c_str(),
-                 head > wb / 2 ? fmt(", and the LM head is %.0f%% of them, which keeps prefill's FLOPs per byte low too", 100 * head / wb).c_str() : "");
+                 head > wb / 2 ? strprintf(", and the LM head is %.0f%% of them, which keeps prefill's FLOPs per byte low too", 100 * head / wb).c_str() : "");
     return s + "<p class='dim'>Counted: the seven matrices of every layer, the LM head and the embedding rows looked up; "
                "attention adds 4&middot;head_dim FLOPs per (head, query, visible key). Norms, RoPE and SiLU are left out "
                "(well under 1%).</p></section>";
@@ -171,21 +171,21 @@ static std::string section_tokens(const Recorder& r) {
                     ". Each generated token is shaded by the probability the model gave it (darker: less sure); hover for its top-5.</p><div class='stream'>";
     for (size_t i = 0; i < r.tokens.size(); i++) {
         const SampleInfo& in = r.tokens[i].info;
-        std::string tip = fmt("step %zu, pos %d: p=%.3f", i + 1, r.tokens[i].pos, in.prob);
-        for (int k = 0; k < in.n_top; k++) tip += fmt("\n%d. %s  %.3f", k + 1, token_text(r, in.top[k].id).c_str(), in.top[k].prob);
-        s += fmt("<span class='tok' style='--p:%.3f' title='", in.prob) + esc(tip) + "'>" + esc(token_text(r, in.token)) + "</span>";
+        std::string tip = strprintf("step %zu, pos %d: p=%.3f", i + 1, r.tokens[i].pos, in.prob);
+        for (int k = 0; k < in.n_top; k++) tip += strprintf("\n%d. %s  %.3f", k + 1, token_text(r, in.top[k].id).c_str(), in.top[k].prob);
+        s += strprintf("<span class='tok' style='--p:%.3f' title='", in.prob) + esc(tip) + "'>" + esc(token_text(r, in.token)) + "</span>";
     }
     s += std::string("</div><details ") + (r.tokens.size() <= 48 ? "open" : "") + "><summary>every step with its top-5 candidates</summary>"
          "<table class='toks'><tr><th>step</th><th>pos</th><th>chosen</th><th>p</th><th>top-5 (the chosen one marked)</th></tr>";
     for (size_t i = 0; i < r.tokens.size(); i++) {
         const SampleInfo& in = r.tokens[i].info;
-        s += fmt("<tr><td>%zu</td><td>%d</td><td><span class='tok plain'>", i + 1, r.tokens[i].pos) + esc(token_text(r, in.token)) +
-             fmt("</span> <span class='dim'>#%d</span></td><td>%.3f</td><td class='cands'>", in.token, in.prob);
+        s += strprintf("<tr><td>%zu</td><td>%d</td><td><span class='tok plain'>", i + 1, r.tokens[i].pos) + esc(token_text(r, in.token)) +
+             strprintf("</span> <span class='dim'>#%d</span></td><td>%.3f</td><td class='cands'>", in.token, in.prob);
         for (int k = 0; k < in.n_top; k++) {
             bool chosen = in.top[k].id == in.token;
             s += std::string("<span class='cand") + (chosen ? " chosen" : "") + "'><span class='bar' style='width:" +
-                 fmt("%.0f", 4 + 60 * in.top[k].prob) + "px'></span>" + (chosen ? "&#10003; " : "") + "<span class='tok plain'>" +
-                 esc(token_text(r, in.top[k].id)) + fmt("</span> %.3f</span>", in.top[k].prob);
+                 strprintf("%.0f", 4 + 60 * in.top[k].prob) + "px'></span>" + (chosen ? "&#10003; " : "") + "<span class='tok plain'>" +
+                 esc(token_text(r, in.top[k].id)) + strprintf("</span> %.3f</span>", in.top[k].prob);
         }
         s += "</td></tr>";
     }
@@ -245,9 +245,9 @@ static std::string section_layers(const Recorder& r) {
     for (const TensorSeries& t : r.series)
         if (!t.rms.empty() && t.rms.back() > 0) lo = std::min(lo, (double)std::log10(t.rms.back())), hi = std::max(hi, (double)std::log10(t.rms.back()));
     for (int l = 0; l < n; l++) {
-        s += fmt("<tr><th>L%d</th>", l);
+        s += strprintf("<tr><th>L%d</th>", l);
         for (auto& nm : names) {
-            auto it = r.series_index.find(fmt("L%d.", l) + nm);
+            auto it = r.series_index.find(strprintf("L%d.", l) + nm);
             if (it == r.series_index.end()) {
                 s += "<td></td>";
                 continue;
@@ -255,9 +255,9 @@ static std::string section_layers(const Recorder& r) {
             const TensorSeries& t = r.series[it->second];
             float mn = *std::min_element(t.min.begin(), t.min.end()), mx = *std::max_element(t.max.begin(), t.max.end());
             double shade = t.rms.back() > 0 && hi > lo ? (std::log10(t.rms.back()) - lo) / (hi - lo) : 0;
-            s += fmt("<td style='--s:%.2f' title='L%d.%s: rms %.4g in the last call; min %.4g, max %.4g over the run'>", shade, l,
+            s += strprintf("<td style='--s:%.2f' title='L%d.%s: rms %.4g in the last call; min %.4g, max %.4g over the run'>", shade, l,
                      nm.c_str(), t.rms.back(), mn, mx) +
-                 sparkline_svg(t, r) + fmt("<div>%.3g</div></td>", t.rms.back());
+                 sparkline_svg(t, r) + strprintf("<div>%.3g</div></td>", t.rms.back());
         }
         s += "</tr>";
     }
@@ -271,23 +271,23 @@ static std::string section_attention(const Recorder& r) {
     int first_gen = n;
     for (int p = 0; p < n; p++)
         if (r.pos_generated[p]) { first_gen = p; break; }
-    std::string s = fmt("<section id='attention'><h2>6. Attention, layer by layer and head by head</h2>"
+    std::string s = strprintf("<section id='attention'><h2>6. Attention, layer by layer and head by head</h2>"
                         "<p>Row <i>i</i> of a map is what the token at position <i>i</i> looked at: column <i>j</i> is the weight "
                         "it gave position <i>j</i> (each row sums to 1). Grey is the future it may not see. Positions 0&ndash;%d "
                         "are shown%s; the prompt is positions 0&ndash;%d. <b>Click a map</b> to enlarge it with its tokens.</p>",
-                        n - 1, n < positions_run(r) ? fmt(" (of %d)", positions_run(r)).c_str() : "", first_gen - 1);
+                        n - 1, n < positions_run(r) ? strprintf(" (of %d)", positions_run(r)).c_str() : "", first_gen - 1);
     s += "<div class='legend-bar'><span>attention weight</span>" + heat_legend_svg() + "<span class='dim'>(square-root scale: the small "
          "weights, most of them, get more of the colours)</span></div><div id='focus' hidden><div class='fhead'><b id='ftitle'></b> <button id='fclose'>close</button></div>"
          "<div class='fgrid'><div></div><div id='fcols'></div><div id='frows'></div><img id='fimg' alt='enlarged heatmap'></div></div>"
          "<div class='scroll'><table class='heat'><tr><th></th><th>mean</th>";
-    for (int h = 0; h < a.n_heads; h++) s += fmt("<th>head %d</th>", h);
+    for (int h = 0; h < a.n_heads; h++) s += strprintf("<th>head %d</th>", h);
     s += "</tr>";
     int px = std::max(60, std::min(150, 1080 / (a.n_heads + 2) - 6));  // one row fits the page
     for (int l = 0; l < a.n_layers; l++) {
-        s += fmt("<tr><th>L%d</th>", l);
+        s += strprintf("<tr><th>L%d</th>", l);
         for (int h = -1; h < a.n_heads; h++)
-            s += fmt("<td><img class='hm' style='width:%dpx;height:%dpx' data-layer='%d' data-head='%d' alt='layer %d %s' src='", px, px, l, h, l,
-                     h < 0 ? "mean of heads" : fmt("head %d", h).c_str()) + heatmap_png(a, l, h, n) + "'></td>";
+            s += strprintf("<td><img class='hm' style='width:%dpx;height:%dpx' data-layer='%d' data-head='%d' alt='layer %d %s' src='", px, px, l, h, l,
+                     h < 0 ? "mean of heads" : strprintf("head %d", h).c_str()) + heatmap_png(a, l, h, n) + "'></td>";
         s += "</tr>";
     }
     return s + "</table></div></section>";
@@ -310,7 +310,7 @@ static std::string section_graph(const Recorder& r) {
             ss << f.rdbuf();
             svg = ss.str();
         } else {
-            why = fmt("running <code>%s -Tsvg</code> failed (is Graphviz installed? <code>apt-get install graphviz</code>)", esc(prog).c_str());
+            why = strprintf("running <code>%s -Tsvg</code> failed (is Graphviz installed? <code>apt-get install graphviz</code>)", esc(prog).c_str());
         }
         unlink(in.c_str());
         unlink(out.c_str());
