@@ -40,9 +40,25 @@ std::string json_string(const std::string& s) {
     return r + "\"";
 }
 
-// The text of one token, for display next to its id. Filled in once the
-// tokenizer is in; until then the id alone.
-static std::string display_token(const std::string& model_path, int id) { (void)model_path; return "#" + std::to_string(id); }
+// The text of one token, for display next to its id: its bytes as decoded
+// by the model folder's tokenizer (loaded once), or "#id" when the folder
+// has no tokenizer.json or the id is past the tokenizer's vocabulary (models
+// pad their embedding rows past the last real token).
+static std::string display_token(const std::string& model_path, int id) {
+    static Tokenizer tok;
+    static int state = 0;  // 0 not tried, 1 loaded, -1 unavailable
+    if (state == 0) {
+        try {
+            tokenizer_load(tok, model_dir(model_path));
+            state = 1;
+        } catch (const LanternError&) {
+            state = -1;
+        }
+    }
+    if (state < 0 || id >= tokenizer_vocab_size(tok)) return "#" + std::to_string(id);
+    std::string b = tokenizer_decode(tok, {id});  // a partial UTF-8 character shows as U+FFFD
+    return b.empty() ? "#" + std::to_string(id) : b;
+}
 
 // ---------------------------------------------------------------------------
 // ./run info MODEL: what is in the folder, and what load_model checked.
