@@ -613,6 +613,8 @@ int cmd_generate(int argc, char** argv) {
     trace_span("generate", t0);
     if (o.json) print_json(r);
     else if (isatty(1)) printf("\n");  // a terminal's prompt should not start mid-line
+    else if (g_log_level >= LOG_INFO && !r.text.empty() && r.text.back() != '\n')
+        fputc('\n', stderr);  // stdout stays the exact text; the log starts on a line of its own
     print_summary(r);
     trace_finish(r.text, finish_name(r.finish));
     return 0;
