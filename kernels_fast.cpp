@@ -96,14 +96,26 @@ static inline float f16_scale(const uint8_t* block) {
 // The scalar twins: the order above in portable C++. One output at a time;
 // threads over rows.
 
-static float dot_scalar(DType dt, const void* row, const float* x, int cols) {
+// Full steps of 8, then the zero-padded last step. Force-inlined into
+// dot_scalar with dt a constant, so the type switch in widen() is resolved
+// at compile time (the same hand-made template as the AVX2 kernels below).
+static inline __attribute__((always_inline)) float dot_lanes(DType dt, const void* row, const float* x, int cols) {
     float acc[LANES] = {0};
-    for (int c = 0; c < cols; c += LANES)
+    int c = 0;
+    for (; c + LANES <= cols; c += LANES)
+        for (int j = 0; j < LANES; j++) acc[j] = std::fma(widen(dt, row, c + j), x[c + j], acc[j]);
+    if (c < cols)
         for (int j = 0; j < LANES; j++) {
-            bool in = c + j < cols;  // zero padding past the end
+            bool in = c + j < cols;
             acc[j] = std::fma(in ? widen(dt, row, c + j) : 0.0f, in ? x[c + j] : 0.0f, acc[j]);
         }
     return sum_lanes(acc);
+}
+
+static float dot_scalar(DType dt, const void* row, const float* x, int cols) {
+    if (dt == DType::BF16) return dot_lanes(DType::BF16, row, x, cols);
+    if (dt == DType::F16) return dot_lanes(DType::F16, row, x, cols);
+    return dot_lanes(DType::F32, row, x, cols);
 }
 
 // Q8_0 x Q8_0: lane j of block b holds the exact integer sum of the products
