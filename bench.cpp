@@ -316,7 +316,7 @@ int cmd_bench(int argc, char** argv) {
     double flops = prefill_flops_per_token(m);
     int max_prompt = *std::max_element(prompts.begin(), prompts.end());
     int ctx = std::min(c.max_pos, std::max(max_prompt, 16 + n_decode) + 1);
-    printf("model      %s: %d layers, hidden %d, %.0f M parameters, file %.0f MB; prefill %.2f GFLOP/token\n",
+    printf("model      %s: %d layers, hidden %d, %.0f M parameters, file %.0f MB; prefill %.3g GFLOP/token\n",
            m.dir.c_str(), c.n_layers, c.hidden, parameter_count(m) / 1e6, m.file_size / 1e6, flops / 1e9);
     printf("runs       median of %d; decode: %d tokens after a 16-token prompt; prefill %s; KV cache %s\n\n", reps,
            n_decode, stepwise ? "one token per forward (stepwise)" : "one forward per prompt", dtype_name(kv_type));
@@ -358,25 +358,26 @@ int cmd_bench(int argc, char** argv) {
                 }
                 pp_tps.push_back(median(tps));
             }
-            // Decode, each run right after a bandwidth measurement: the
-            // efficiency compares the two as they were at that moment.
-            std::vector<double> tg, effic;
+            // Decode, each run right after a bandwidth measurement: on a
+            // shared machine the bandwidth moves, so the efficiency compares
+            // the medians of measurements taken side by side.
+            std::vector<double> tg, bw_near;
             for (int r = 0; r < reps && n_decode > 0; r++) {
                 int next = argmax(prefill(16), c.vocab);
-                double bw_now = bandwidth.measure();
+                bw_near.push_back(bandwidth.measure());
                 double t0 = now_s();
                 for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                 tg.push_back(n_decode / (now_s() - t0));
-                effic.push_back(bytes * tg.back() / 1e9 / bw_now);
             }
             double decode = tg.empty() ? 0 : median(tg);
+            double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
             const Reference* ref = nullptr;
             for (const Reference& x : LLAMA_CPP)
                 if (x.dt == dt && is_05b && g_kernels.threads == 2) ref = &x;
 
             printf("%-5s %-7s %3d", dtype_name(dt), kernel_set_name(set), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
-            printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, effic.empty() ? 0 : 100 * median(effic),
+            printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / peak);
             if (ref) printf(" %8.1f %7.2fx %8.0f", ref->decode, decode / ref->decode, ref->prefill128);
             else printf(" %8s %8s %8s", "-", "-", "-");
@@ -385,7 +386,7 @@ int cmd_bench(int argc, char** argv) {
         }
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
-           "effic: GB/tok x decode / read bandwidth measured just before; %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
+           "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
            "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (issue #6),\n"
            "shown for the 0.5B model at 2 threads; ratio: our decode / llama.cpp decode.\n");
     printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);
