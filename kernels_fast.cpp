@@ -28,7 +28,10 @@
 // scalar code spells the same order out with an array of 8 floats and
 // std::fma. So a result never depends on the tile it was computed in, the
 // batch size, the thread count, or whether the CPU has AVX2: decode and
-// prefill, 1 thread and 16, x86 and ARM give the same bits.
+// prefill, 1 thread and 16, AVX2 and the portable code compute the same
+// bits for every matrix product (IEEE float and a correctly rounded fma are
+// the same everywhere; libm's exp, sin and cos elsewhere in the forward pass
+// need not be).
 //
 // Compile-time dispatch: the AVX2 code is compiled only when the compiler
 // targets AVX2 + FMA + F16C (the Makefile passes -march=native). Elsewhere
