@@ -286,7 +286,12 @@ void load_model(Model& m, const std::string& path) {
 // --quant q8_0: every matrix becomes int8 blocks in memory owned by the
 // model (the mmap stays for the small vectors already copied).
 void quantize_model(Model& m) {
+    // Q8_0 blocks hold 32 weights of one row, so a row whose length is not
+    // a multiple of 32 cannot be cut into blocks: such a matrix (none in
+    // Qwen2.5, but small test shapes have them) stays in its file type.
+    int kept = 0;
     auto q = [&](Mat& w) {
+        if (w.cols % 32) { kept++; return; }
         m.owned.emplace_back();
         w = quantize_q8_0(w, m.owned.back());
     };
@@ -296,4 +301,5 @@ void quantize_model(Model& m) {
     q(m.embed);
     if (tied) m.lm_head = m.embed;
     else q(m.lm_head);
+    if (kept) LOGW(CAT_LOAD, "--quant q8_0: %d matrices have rows that are not a multiple of 32 and keep their file type", kept);
 }

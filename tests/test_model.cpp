@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <cmath>
+#include <algorithm>
 #include "model.h"
 #include "net.h"
 
@@ -148,4 +150,32 @@ TEST_CASE("the KV cache limit is a clear error, not a crash") {
     std::vector<int> bad = {40};
     net_reset(net);
     CHECK_THROWS_WITH_AS(forward(net, bad.data(), 1, 0, false), doctest::Contains("outside the vocabulary"), LanternError);
+}
+
+TEST_CASE("--quant q8_0 quantizes rows of 32k weights and keeps other matrices in their file type") {
+    std::string dir = "build/test_models/q8";
+    REQUIRE(system(("mkdir -p build/test_models && build/gen_model --dtype f32 --hidden 32 --intermediate 40 --layers 1 "
+                    "--heads 2 --kv-heads 1 --vocab 48 --max-pos 64 --tokenizer /nonexistent --out " + dir + " >/dev/null")
+                       .c_str()) == 0);
+    Model plain, quant;
+    load_model(plain, dir);
+    load_model(quant, dir);
+    quantize_model(quant);
+    CHECK(quant.layers[0].wq.dtype == DType::Q8_0);      // 32 columns: one block per row
+    CHECK(quant.layers[0].w_down.dtype == DType::F32);   // 40 columns: cannot be cut into blocks
+    CHECK(quant.embed.dtype == DType::Q8_0);
+    Net a, b;
+    net_init(a, plain, 16);
+    net_init(b, quant, 16);
+    std::vector<int> toks = {1, 5, 9, 47};
+    const float* pa = forward(a, toks.data(), 4, 0, false);
+    std::vector<float> la(pa, pa + 48);
+    const float* lb = forward(b, toks.data(), 4, 0, false);
+    double worst = 0, spread = 0;
+    for (int i = 0; i < 48; i++) {
+        worst = std::max(worst, (double)std::fabs(la[i] - lb[i]));
+        spread = std::max(spread, (double)std::fabs(la[i]));
+    }
+    CHECK(worst < 0.05 * spread);  // int8 weights: close, not equal
+    CHECK(worst > 0);
 }
