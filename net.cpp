@@ -68,6 +68,7 @@ static void attention(Net& net, int layer, int T, int pos) {
     float* scores = net.scores.data();  // [n_heads, T, kv_len]
 
     DType kv_type = net.kv.type;
+    size_t stride = (size_t)net.kv.kv_dim * net.kv.elt();  // cache bytes from one position to the next
 
     // Threads over (head, token) pairs: each output row belongs to one
     // thread, so the result does not depend on the thread count. One head
@@ -80,7 +81,6 @@ static void attention(Net& net, int layer, int T, int pos) {
             int kvh = h / group, n = pos + t + 1 - first;
             float* out = &net.att[(size_t)t * q_dim + h * hd];
             const uint8_t *keys = net.kv.key(layer, first, kvh, hd), *values = net.kv.value(layer, first, kvh, hd);
-            size_t stride = (size_t)net.kv.kv_dim * net.kv.elt();  // bytes from one position to the next
             if (g_kernels.set == KernelSet::Plain) attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
             else attention_head_fast(out, s, q, keys, values, stride, kv_type, n, hd, g_kernels.set == KernelSet::Fast);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
