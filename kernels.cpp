@@ -16,20 +16,6 @@ void kernels_init(KernelSet set, int threads) {
     omp_set_num_threads(g_kernels.threads);
 }
 
-KernelSet parse_kernel_set(const char* flag, const std::string& name) {
-    if (name == "plain") return KernelSet::Plain;
-    if (name == "scalar") return KernelSet::Scalar;
-    if (name == "fast") return KernelSet::Fast;
-    fail("%s: \"%s\" is not plain, scalar or fast", flag, name.c_str());
-}
-
-DType parse_float_type(const char* flag, const std::string& name) {
-    if (name == "f32") return DType::F32;
-    if (name == "f16") return DType::F16;
-    if (name == "bf16") return DType::BF16;
-    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
-}
-
 const char* kernel_set_name(KernelSet set) {
     switch (set) {
         case KernelSet::Plain: return "plain";

@@ -33,11 +33,7 @@ struct KernelConfig {
 };
 extern KernelConfig g_kernels;
 void kernels_init(KernelSet set, int threads);  // applies threads to OpenMP
-// "plain", "scalar" or "fast"; throws LanternError naming `flag` otherwise.
-KernelSet parse_kernel_set(const char* flag, const std::string& name);
 const char* kernel_set_name(KernelSet set);
-// "f32", "f16" or "bf16" (--kv-type); throws LanternError naming `flag` otherwise.
-DType parse_float_type(const char* flag, const std::string& name);
 // What the fast kernels were compiled with: "AVX2+FMA+F16C" or "scalar".
 const char* simd_name();
 
