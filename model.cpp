@@ -44,6 +44,7 @@ std::string model_dir(const std::string& path) {
 }
 
 static std::string read_file(const std::string& path) {
+    if (is_dir(path)) fail("%s: is a directory, not a file", path.c_str());  // ifstream would read it as empty
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("%s: cannot open", path.c_str());
     std::stringstream ss;

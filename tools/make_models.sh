@@ -4,9 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gen=build/gen_model
+# The models carry the real Qwen tokenizer, which `make deps` fetches; on a
+# fresh clone `make models` fetches it first rather than make models that
+# cannot tokenize.
+if [ ! -f models/qwen-tokenizer/tokenizer.json ]; then
+    echo "make_models: models/qwen-tokenizer/tokenizer.json is missing; running tools/install_deps.sh first"
+    bash tools/install_deps.sh
+fi
 make_one() {  # name, args...
     local dir=models/$1; shift
     if [ ! -f "$dir/model.safetensors" ] || [ "$gen" -nt "$dir/model.safetensors" ]; then
+        mkdir -p "$dir"
         "$gen" --out "$dir" "$@"
     fi
 }
