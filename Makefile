@@ -71,6 +71,10 @@ ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
 -include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/run.d $(BUILD)/run_lib.d $(BUILD)/gen_model.d
+# An object whose .d list is missing (built by an older Makefile, or never)
+# is rebuilt, so no object can silently miss a header change.
+$(BUILD)/%.d: ;
+$(BUILD)/tests/%.d: ;
 
 # make cuda: the same ./run plus the GPU backend (--device cuda), built in
 # build/cuda so CPU and CUDA objects never mix; `make` switches ./run back.
@@ -98,14 +102,14 @@ all: $(BUILD)/run $(BUILD)/gen_model
 $(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/run.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: %.cpp | $(BUILD)
+$(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # run.cpp without its main(), so tests can call the generation loop directly.
-$(BUILD)/run_lib.o: run.cpp | $(BUILD)
+$(BUILD)/run_lib.o: run.cpp $(BUILD)/run_lib.d | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -DLANTERN_NO_MAIN -c -o $@ $<
 
-$(BUILD)/tests/%.o: tests/%.cpp | $(BUILD)
+$(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
