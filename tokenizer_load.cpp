@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <sys/stat.h>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -299,7 +300,12 @@ static std::string scan_tokenizer_json(const std::string& text, const std::strin
     return rest;
 }
 
+// False when `path` is missing or unreadable. A directory is refused with an
+// error naming it: fopen succeeds on one, and ftell then returns nonsense.
 static bool read_file(const std::string& path, std::string& out) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) fail("%s: is a directory, not a file", path.c_str());
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) return false;
     fseek(f, 0, SEEK_END);
@@ -517,8 +523,13 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     tok = Tokenizer();
     std::string dir, text;
     tok.path = path;
-    if (read_file(path + "/tokenizer.json", text)) { dir = path; tok.path = path + "/tokenizer.json"; }
-    else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
+    struct stat st;
+    bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (folder) {
+        if (!read_file(path + "/tokenizer.json", text)) fail("%s/tokenizer.json: not found or unreadable (the model folder needs its tokenizer)", path.c_str());
+        dir = path;
+        tok.path = path + "/tokenizer.json";
+    } else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
     else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
 
     std::vector<std::pair<std::string, int>> vocab;
