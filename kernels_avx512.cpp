@@ -31,7 +31,8 @@
 // 16 lanes -> one float: the fold u[j] = l[j] + l[j+8], then the 8-lane
 // tree ((u0+u4) + (u2+u6)) + ((u1+u5) + (u3+u7)).
 INLINE float hsum(__m512 l) {
-    __m256 u = _mm256_add_ps(_mm512_castps512_ps256(l), _mm512_extractf32x8_ps(l, 1));
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l), 1));  // AVX512F (no DQ)
+    __m256 u = _mm256_add_ps(_mm512_castps512_ps256(l), hi);
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
