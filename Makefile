@@ -9,9 +9,10 @@ BUILD    := build
 .DEFAULT_GOAL := all
 
 # --- Flags ------------------------------------------------------------------
-# ARCH picks the instruction set, and with it the SIMD code: kernels_fast.cpp
-# compiles AVX2 (x86) or NEON (ARM) code when the compiler targets it and its
-# portable scalar twin otherwise, so this one flag decides, nothing else.
+# ARCH picks the instruction set. On x86-64 the AVX2 and AVX-512 kernel files
+# are always built (their functions name their own targets) and chosen at run
+# time by cpuid; on ARM, kernels_fast.cpp compiles NEON code when the compiler
+# targets it and its portable scalar twin otherwise.
 #   x86-64:     -march=native, this CPU's own extensions (AVX2, AVX-512 ...);
 #   ARM Linux:  -mcpu=native (NEON always; dotprod and fp16 where the core has them);
 #   macOS/ARM:  the compiler's default (Apple M1 and later have all three).
