@@ -166,14 +166,15 @@ static std::string printable(const std::string& bytes) {
     return r + "\"";
 }
 
-static void log_sampled(const Tokenizer& tok, int pos, const SampleInfo& info) {
+static void log_sampled(const Tokenizer& tok, int pos, const SampleInfo& info, bool greedy) {
     char top[512];
     int len = 0;
     for (int i = 0; i < info.n_top && len < (int)sizeof top; i++)
         len += snprintf(top + len, sizeof top - len, "%s%d %s %.3f", i ? ", " : "", info.top[i].id,
                         printable(token_bytes(tok, info.top[i].id)).c_str(), info.top[i].prob);
-    LOGD(CAT_SAMPLER, "pos %d: token %d %s p=%.3f (draw %.3f) | top-5: %s", pos, info.token,
-         printable(token_bytes(tok, info.token)).c_str(), info.prob, info.draw_prob, top);
+    std::string draw = greedy ? "" : strprintf(" (draw %.3f)", info.draw_prob);  // greedy draws nothing
+    LOGD(CAT_SAMPLER, "pos %d: token %d %s p=%.3f%s | top-5: %s", pos, info.token,
+         printable(token_bytes(tok, info.token)).c_str(), info.prob, draw.c_str(), top);
 }
 
 static double ms_since(std::chrono::steady_clock::time_point t) {
@@ -232,7 +233,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
             res.ttft_ms = ms_since(start);
         }
         if (want_info) {
-            log_sampled(tok, net.n_past, info);
+            log_sampled(tok, net.n_past, info, params.sampling.temperature == 0);
             if (hooks.on_token) hooks.on_token(t, info);
         }
         if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
