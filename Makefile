@@ -67,12 +67,14 @@ LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -lpthread
 # list (-MMD) into build/x.d next to build/x.o, and make reads them back.
 DEPFLAGS := -MMD -MP
 
-# Every top-level .cpp is one part of the engine; run.cpp also holds main().
-ENGINE_SRCS := $(filter-out run.cpp,$(wildcard *.cpp))
+# Every top-level .cpp is one part of the engine, except main.cpp, which only
+# hands the command line to cli.cpp: the unit tests and the exercises link
+# the engine objects with their own main().
+ENGINE_SRCS := $(filter-out main.cpp,$(wildcard *.cpp))
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
--include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/run.d $(BUILD)/run_lib.d $(BUILD)/gen_model.d
+-include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/gen_model.d
 # An object whose .d list is missing (built by an older Makefile, or never)
 # is rebuilt, so no object can silently miss a header change.
 $(BUILD)/%.d: ;
@@ -101,21 +103,17 @@ endif
 all: $(BUILD)/run $(BUILD)/gen_model
 	@ln -sf $(BUILD)/run run
 
-$(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/run.o
+$(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/main.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-# run.cpp without its main(), so tests can call the generation loop directly.
-$(BUILD)/run_lib.o: run.cpp $(BUILD)/run_lib.d | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -DLANTERN_NO_MAIN -c -o $@ $<
-
 $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
-$(BUILD)/unit_tests: $(ENGINE_OBJS) $(BUILD)/run_lib.o $(TEST_OBJS)
+$(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
@@ -128,17 +126,19 @@ $(BUILD):
 deps:
 	@bash tools/install_deps.sh
 
-# The generated test models (random weights, real tokenizer).
+# The generated test models (random weights, real tokenizer). On a fresh
+# clone this also fetches the tokenizer (tools/install_deps.sh).
 models: $(BUILD)/gen_model
 	@bash tools/make_models.sh
 
 # The demo: the default model (trained/kjv) answers a prompt through the
-# chat template, sampling with the settings of its generation_config.json
-# (greedy decoding makes this small model loop: see chapter 14).
+# chat template, sampling with the settings of its generation_config.json,
+# as every run does by default (greedy decoding makes this small model loop:
+# see chapter 14).
 DEMO_PROMPT ?= Tell me about the flood
 run: deps
 	@$(MAKE) --no-print-directory all models
-	./run "$(DEMO_PROMPT)" --gen-config -n 64
+	./run "$(DEMO_PROMPT)" -n 64
 
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
@@ -191,9 +191,9 @@ report-check: all models
 # function and runs its checker; SOLUTION=1 puts the engine's own function
 # in the stub's place (it must pass). Without EX: the list.
 .PHONY: exercise
-exercise: all $(BUILD)/run_lib.o
+exercise: all
 	@$(MAKE) --no-print-directory models
-	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS) $(BUILD)/run_lib.o" \
+	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
 	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
 
 # The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
