@@ -2,10 +2,14 @@
 // `./run chat`. The flags are parsed in cli.cpp, the model is loaded by
 // engine_load() and the loop itself is generate() (generate.cpp); this file
 // turns options into a prompt and prints what comes back.
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <unistd.h>
+#include <utf8proc.h>
 #include "cli.h"
 #include "logging.h"
 
@@ -86,6 +90,49 @@ int cmd_generate(int argc, char** argv) {
 }
 
 // ---------------------------------------------------------------------------
+// Ctrl-C in the chat: the handler only sets a flag. The reply in progress
+// sees it at its next piece of text and stops; at the prompt, the read is
+// interrupted (no SA_RESTART) and the loop sees the flag.
+static volatile sig_atomic_t g_interrupted = 0;
+static void on_sigint(int) { g_interrupted = 1; }
+static void catch_ctrl_c() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, nullptr);
+}
+
+// Where a line stops being valid UTF-8 (npos: it is valid). Checked here,
+// on the user's own text, so the offset is theirs, not the chat template's.
+static size_t utf8_first_invalid(const std::string& s) {
+    const utf8proc_uint8_t* p = (const utf8proc_uint8_t*)s.data();
+    for (size_t i = 0; i < s.size();) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(p + i, (utf8proc_ssize_t)(s.size() - i), &cp);
+        if (n <= 0) return i;
+        i += (size_t)n;
+    }
+    return std::string::npos;
+}
+
+// /save FILE: the conversation as "role: text" paragraphs.
+static void save_transcript(const ChatSession& chat, const std::string& path) {
+    if (path.empty()) {
+        fprintf(stderr, "/save needs a file name: /save FILE\n");
+        return;
+    }
+    FILE* f = fopen(path.c_str(), "wb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write (%s)\n", path.c_str(), strerror(errno));
+        return;
+    }
+    for (const ChatMessage& m : chat.messages) fprintf(f, "%s: %s\n\n", m.role.c_str(), m.content.c_str());
+    fclose(f);
+    fprintf(stderr, "(%zu messages saved to %s)\n", chat.messages.size(), path.c_str());
+}
+
+// ---------------------------------------------------------------------------
 // ./run chat [MODEL] [flags]: a multi-turn REPL that keeps the KV cache.
 // Lines come from stdin (a terminal or a pipe); replies go to stdout, one
 // per turn followed by a newline; everything else goes to stderr.
@@ -106,25 +153,60 @@ int cmd_chat(int argc, char** argv) {
     chat_reset(chat, s.net, o.system);
 
     bool tty = isatty(0);
-    fprintf(stderr, "chat with %s (%d positions of context). /reset starts over, /quit leaves.\n",
-            s.model.dir.c_str(), s.net.kv.n_ctx);
+    fprintf(stderr, "chat with %s (%d positions of context). /help lists the commands.\n", s.model.dir.c_str(),
+            s.net.kv.n_ctx);
+    // Between turns only the reply is shown; -v brings back the phase
+    // banners and the per-turn summary.
+    bool verbose = g_log_level >= LOG_DEBUG;
+    if (!verbose && g_log_level > LOG_WARN) g_log_level = LOG_WARN;
     GenerateHooks hooks;
     hooks.on_text = [](const std::string& piece) {
         fwrite(piece.data(), 1, piece.size(), stdout);
         fflush(stdout);
-        return true;
+        return !g_interrupted;  // Ctrl-C: stop this reply, keep the conversation
     };
+    catch_ctrl_c();
     std::string line;
+    bool interrupted_at_prompt = false;
     for (;;) {
         if (tty) fprintf(stderr, "> ");
-        if (!std::getline(std::cin, line)) break;
+        if (!std::getline(std::cin, line)) {
+            if (!g_interrupted) break;  // end of input
+            // Ctrl-C at the prompt: once says how to leave, twice leaves.
+            std::cin.clear();
+            clearerr(stdin);
+            g_interrupted = false;
+            if (interrupted_at_prompt) break;
+            interrupted_at_prompt = true;
+            fprintf(stderr, "\n(Ctrl-C again or /quit to leave)\n");
+            continue;
+        }
+        interrupted_at_prompt = false;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) continue;
-        if (line == "/quit" || line == "/exit") break;
-        if (line == "/reset") {
-            chat_reset(chat, s.net, o.system);
-            sampler_init(sampler, o.gen.sampling);
-            fprintf(stderr, "(conversation reset)\n");
+        if (line[0] == '/') {  // a command for the REPL, never for the model
+            std::string cmd = line.substr(0, line.find(' '));
+            std::string arg = line.size() > cmd.size() ? line.substr(cmd.size() + 1) : "";
+            if (cmd == "/quit" || cmd == "/exit") break;
+            if (cmd == "/help") {
+                fprintf(stderr, "/reset        forget the conversation (the system message stays)\n"
+                                "/save FILE    write the conversation to FILE\n"
+                                "/quit         leave (also /exit, Ctrl-D, or Ctrl-C twice at the prompt)\n"
+                                "Ctrl-C        stop the reply being written\n");
+            } else if (cmd == "/reset") {
+                chat_reset(chat, s.net, o.system);
+                sampler_init(sampler, o.gen.sampling);
+                fprintf(stderr, "(conversation reset)\n");
+            } else if (cmd == "/save") {
+                save_transcript(chat, arg);
+            } else {
+                fprintf(stderr, "unknown command %s; /help lists the commands\n", cmd.c_str());
+            }
+            continue;
+        }
+        size_t bad = utf8_first_invalid(line);
+        if (bad != std::string::npos) {
+            fprintf(stderr, "that line is not valid UTF-8 (byte %zu of the line); nothing was sent\n", bad + 1);
             continue;
         }
         if (trace_recording()) {
@@ -133,19 +215,35 @@ int cmd_chat(int argc, char** argv) {
             trace_set_prompt(line, o.gen.sampling);
         }
         t0 = trace_now_us();
-        GenerateResult r = chat_turn(chat, s.net, s.tok, sampler, line, o.gen, hooks);
+        GenerateResult r;
+        try {
+            r = chat_turn(chat, s.net, s.tok, sampler, line, o.gen, hooks);
+        } catch (const LanternError& e) {  // the conversation stays as it was
+            fprintf(stderr, "error: %s\n", e.what());
+            continue;
+        }
         trace_span("generate", t0);
         transcript += (transcript.empty() ? "" : "\n") + r.text;
         if (r.prompt_ids.empty() && r.finish == Finish::Context) {
-            fprintf(stderr, "context full: %d of %d positions used. Type /reset to start a new conversation.\n",
-                    s.net.n_past, s.net.kv.n_ctx);
+            bool fresh = true;  // nothing said yet: /reset would not help
+            for (const ChatMessage& m : chat.messages) fresh = fresh && m.role == "system";
+            if (fresh)
+                fprintf(stderr, "that message is longer than the whole context of %d positions (%s)\n",
+                        s.net.kv.n_ctx, ctx_hint(s.net).c_str());
+            else
+                fprintf(stderr, "that message does not fit: %d of %d positions are used. /reset starts over.\n",
+                        s.net.n_past, s.net.kv.n_ctx);
             continue;
         }
         printf("\n");
         fflush(stdout);
-        print_summary(r);
+        if (g_interrupted) {
+            g_interrupted = false;
+            fprintf(stderr, "(stopped)\n");
+        }
+        if (verbose) print_summary(r);
         if (r.finish == Finish::Context)
-            fprintf(stderr, "context full: the reply was cut at %d positions. Type /reset to start over.\n",
+            fprintf(stderr, "context full: the reply was cut at %d positions. /reset starts over.\n",
                     s.net.kv.n_ctx);
     }
     trace_finish(transcript, "chat");

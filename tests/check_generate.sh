@@ -122,7 +122,7 @@ check "--gen-config adopts generation_config.json, flags override it" $?
 
 # --- chat through a pipe -------------------------------------------------
 printf 'Hello\n/quit\n' | $RUN chat $M -n 6 >"$T/c1.out" 2>/dev/null
-printf 'Hello\nWho are you?\n/reset\nHello\n' | $RUN chat $M -n 6 >"$T/c2.out" 2>"$T/c2.err"
+printf 'Hello\nWho are you?\n/reset\nHello\n' | $RUN chat $M -v -n 6 >"$T/c2.out" 2>"$T/c2.err"
 python3 - "$T/c1.out" "$T/c2.out" <<'EOF'
 import sys
 one, three = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
