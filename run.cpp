@@ -395,7 +395,7 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
              o.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
         {"--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
              o.threads = parse_int_arg("--threads", v, 1, 1024); }},
-        {"--kernels", "SET", "fast", "fast (SIMD + threads), scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
+        {"--kernels", "SET", "fast", "fast (the best SIMD set here), avx512, avx2, scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
              o.kernels = parse_kernel_set("--kernels", v); }},
         {"--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
              if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
