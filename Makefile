@@ -2,6 +2,7 @@
 #   make          build ./run (a link to build/run)
 #   make run      install what is missing, build, generate text with the default model
 #   make test     install what is missing, build, run every test; last line "N passed, N failed"
+#   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
 CXX      ?= g++
@@ -144,6 +145,13 @@ test: deps
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh
 
+# 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test`):
+# cross-compiled into build/arm64 and run under qemu-aarch64; the unit tests,
+# the fast-vs-plain check, and logits and a generation compared with x86.
+.PHONY: test-arm64
+test-arm64: deps
+	@bash tests/check_arm64.sh
+
 # Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
 # (generated once: ~1 GB of random bf16 weights) in four weight types, then
 # the tokenizer.
@@ -164,6 +172,12 @@ book:
 
 book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
+
+# The book's figures (book/img/fig-*.svg), drawn by tools/figures.py from the
+# engine's own numbers; tests/check_figures.sh checks the committed ones are current.
+.PHONY: figures
+figures: all
+	@/usr/bin/python3 tools/figures.py
 
 # The trace report in a real browser (headless Chromium): its script must run
 # without a JavaScript error; leaves a screenshot in build/report.png. Also

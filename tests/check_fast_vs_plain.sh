@@ -13,6 +13,9 @@
 #      deviation, greedy agreement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The program under test; tests/check_arm64.sh passes the aarch64 build
+# under the emulator (RUN="qemu-aarch64-static build/arm64/run").
+RUN=${RUN:-./run}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -39,12 +42,12 @@ EOF
 
 fwd() {  # model out.bin flags...
     local model=$1 out=$2; shift 2
-    ./run fwd "$model" --tokens "$tokens" --all --dump "$out" "$@" >/dev/null 2>&1
+    $RUN fwd "$model" --tokens "$tokens" --all --dump "$out" "$@" >/dev/null 2>&1
 }
 
 ids() {  # model flags...: the generated ids of a 64-token greedy run
     local model=$1; shift
-    ./run "$model" "Once upon a time" -n 64 -t 0 --json "$@" 2>/dev/null |
+    $RUN "$model" "Once upon a time" -n 64 -t 0 --json "$@" 2>/dev/null |
         /usr/bin/python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["ids"])))'
 }
 
