@@ -218,6 +218,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
                      fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str()); }},
         {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
              o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
+        {"bench", "--llama", "FILE", "build/llama.cpp/bin/llama-bench", "llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh builds it)", [&](const char* v) {
+             o.llama_bench = v; }},
         {"bench", "--reps", "N", num(d.reps), "runs per measurement (the median is shown)", [&](const char* v) { o.reps = parse_int_arg("--reps", v, 1, 100); }},
         {"bench", "--decode", "N", num(d.n_decode), "tokens per decode run", [&](const char* v) { o.n_decode = parse_int_arg("--decode", v, 0, 4096); }},
 

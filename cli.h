@@ -37,6 +37,7 @@ struct Options {
     int port = 8080, queue_limit = 16;
     // bench
     std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};
     int reps = 3, n_decode = 64;
 

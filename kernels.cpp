@@ -5,6 +5,7 @@
 // kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
 // checks every one of them against the loops here.
 #include "kernels.h"
+#include "logging.h"
 #include <cmath>
 #include <omp.h>
 
@@ -35,6 +36,8 @@ void kernels_init(KernelSet set, int threads) {
     if (set == KernelSet::AVX2) g_kernels.simd = &AVX2_KERNELS;
     if (set == KernelSet::AVX512) g_kernels.simd = &AVX512_KERNELS;
 #endif
+    LOGD(CAT_LOAD, "kernels: %s (--kernels %s), %d threads", kernel_path_name(), kernel_set_name(g_kernels.set),
+         g_kernels.threads);
 }
 
 const char* kernel_set_name(KernelSet set) {
