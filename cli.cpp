@@ -50,7 +50,7 @@ static float parse_float_arg(const char* flag, const char* s, float lo, float hi
 KernelSet parse_kernel_set(const char* flag, const std::string& name) {
     for (int i = 0; i < N_KERNEL_SETS; i++)
         if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
-    fail("%s: \"%s\" is not fast, plain, scalar, avx2 or avx512", flag, name.c_str());
+    fail("%s: \"%s\" is not fast, plain, scalar, avx2, avx512 or neon", flag, name.c_str());
 }
 
 DType parse_float_type(const char* flag, const std::string& name) {
