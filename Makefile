@@ -206,3 +206,43 @@ train: deps
 	node tools/train_tokenizer.js train $(BUILD)/kjv/corpus.txt $(BUILD)/kjv 4096
 	nice /usr/bin/python3 tools/train.py --corpus $(BUILD)/kjv/corpus.txt \
 	    --tokenizer $(BUILD)/kjv/tokenizer.json --work $(BUILD)/kjv --out trained/kjv --minutes $(MINUTES)
+
+# Fuzzing (book/03-loading.md, "Model files and requests are untrusted
+# input"): libFuzzer targets in tests/fuzz/, one per reader of untrusted
+# bytes, built with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
+# build/fuzz. `make fuzz` runs each for FUZZ_SECONDS from its committed seed
+# corpus (tests/fuzz/corpus/NAME); a failing input is saved in
+# build/fuzz/crashes/. tests/check_fuzz.sh (part of `make test`) runs each
+# briefly.
+FUZZ_SECONDS ?= 180
+FUZZ_CXX     ?= clang++
+FUZZ_FLAGS   := -O1 -g -std=c++17 $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_ENGINE  := common json_read model logging tokenizer tokenizer_load server_request $(basename $(wildcard kernels*.cpp))
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+-include $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.d) $(FUZZ_NAMES:%=$(BUILD)/fuzz/%.d)
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_NAMES:%=$(BUILD)/fuzz/%)
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(BUILD)/fuzz
+
+$(BUILD)/fuzz/obj/%.o: %.cpp
+	@mkdir -p $(BUILD)/fuzz/obj
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.o)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer -I. -o $@ $< $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.o) $(LDLIBS)
+
+# make sanitize: the unit tests and the command-line error checks once more,
+# built with AddressSanitizer and UndefinedBehaviorSanitizer in build/sanitize
+# (any report fails the run). ./run points at the sanitized binary while the
+# checks run and back at build/run after. SANITIZE=thread builds with
+# ThreadSanitizer in build/tsan instead and runs the server's checks.
+SANITIZE ?= address,undefined
+SAN_BUILD := $(if $(filter thread,$(SANITIZE)),$(BUILD)/tsan,$(BUILD)/sanitize)
+.PHONY: sanitize
+sanitize: all models
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
+	    CXXFLAGS="-O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    $(SAN_BUILD)/run $(SAN_BUILD)/unit_tests
+	@bash tests/sanitize.sh $(SAN_BUILD) $(SANITIZE)

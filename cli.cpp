@@ -50,7 +50,7 @@ static float parse_float_arg(const char* flag, const char* s, float lo, float hi
 KernelSet parse_kernel_set(const char* flag, const std::string& name) {
     for (int i = 0; i < N_KERNEL_SETS; i++)
         if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
-    fail("%s: \"%s\" is not fast, plain, scalar, avx2 or avx512", flag, name.c_str());
+    fail("%s: \"%s\" is not fast, plain, scalar, avx2, avx512 or neon", flag, name.c_str());
 }
 
 DType parse_float_type(const char* flag, const std::string& name) {
@@ -117,7 +117,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
         {"engine", "--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
              o.engine.threads = parse_int_arg("--threads", v, 1, 1024); }},
-        {"engine", "--kernels", "SET", "fast", "fast (SIMD + threads), scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
+        {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
              o.engine.kernels = parse_kernel_set("--kernels", v); }},
         {"engine", "--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
              if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
@@ -218,6 +218,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
                      fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str()); }},
         {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
              o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
+        {"bench", "--llama", "FILE", "build/llama.cpp/bin/llama-bench", "llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh builds it)", [&](const char* v) {
+             o.llama_bench = v; }},
         {"bench", "--reps", "N", num(d.reps), "runs per measurement (the median is shown)", [&](const char* v) { o.reps = parse_int_arg("--reps", v, 1, 100); }},
         {"bench", "--decode", "N", num(d.n_decode), "tokens per decode run", [&](const char* v) { o.n_decode = parse_int_arg("--decode", v, 0, 4096); }},
 

@@ -37,6 +37,7 @@ struct Options {
     int port = 8080, queue_limit = 16;
     // bench
     std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};
     int reps = 3, n_decode = 64;
 
@@ -53,7 +54,7 @@ Options parse_command(const char* name, int argc, char** argv);
 int run_command_line(int argc, char** argv);
 
 // Flag values shared with other files' own parsers.
-KernelSet parse_kernel_set(const char* flag, const std::string& name);  // plain | scalar | fast
+KernelSet parse_kernel_set(const char* flag, const std::string& name);  // fast | plain | scalar | avx2 | avx512
 DType parse_float_type(const char* flag, const std::string& name);      // f32 | f16 | bf16
 int parse_int_arg(const char* flag, const char* s, int lo, int hi);
 

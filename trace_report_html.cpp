@@ -17,6 +17,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include "trace_report.h"
+#include "kernels.h"
 #include "trace_report_draw.h"
 
 // ---------------------------------------------------------------------------
@@ -50,7 +51,7 @@ static std::string section_run(const Recorder& r) {
                          c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate, c.vocab));
     }
     row("sampler", esc(sampler_settings(r.sampling)));
-    row("machine", strprintf("%d OpenMP threads", omp_get_max_threads()));
+    row("machine", strprintf("%d OpenMP threads, %s kernels", omp_get_max_threads(), kernel_path_name()));
     char when[64];
     time_t now = time(nullptr);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
