@@ -2,6 +2,7 @@
 #   make          build ./run (a link to build/run)
 #   make run      install what is missing, build, generate text with the default model
 #   make test     install what is missing, build, run every test; last line "N passed, N failed"
+#   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
 CXX      ?= g++
@@ -9,9 +10,10 @@ BUILD    := build
 .DEFAULT_GOAL := all
 
 # --- Flags ------------------------------------------------------------------
-# ARCH picks the instruction set, and with it the SIMD code: kernels_fast.cpp
-# compiles AVX2 (x86) or NEON (ARM) code when the compiler targets it and its
-# portable scalar twin otherwise, so this one flag decides, nothing else.
+# ARCH picks the instruction set. On x86-64 the AVX2 and AVX-512 kernel files
+# are always built (their functions name their own targets) and chosen at run
+# time by cpuid; on ARM, kernels_fast.cpp compiles NEON code when the compiler
+# targets it and its portable scalar twin otherwise.
 #   x86-64:     -march=native, this CPU's own extensions (AVX2, AVX-512 ...);
 #   ARM Linux:  -mcpu=native (NEON always; dotprod and fp16 where the core has them);
 #   macOS/ARM:  the compiler's default (Apple M1 and later have all three).
@@ -142,6 +144,13 @@ test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh
+
+# 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test`):
+# cross-compiled into build/arm64 and run under qemu-aarch64; the unit tests,
+# the fast-vs-plain check, and logits and a generation compared with x86.
+.PHONY: test-arm64
+test-arm64: deps
+	@bash tests/check_arm64.sh
 
 # Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
 # (generated once: ~1 GB of random bf16 weights) in four weight types, then

@@ -37,7 +37,7 @@ table="
 safetensors  model.cpp      parse_safetensors
 rmsnorm      kernels.cpp    rmsnorm
 rope         kernels.cpp    apply_rope
-attention    kernels.cpp    attention_head
+attention    kernels.cpp    attention_head_plain
 bpe          tokenizer.cpp  bpe_word
 rng          sampler.cpp    rng_next rng_uniform sample_roulette
 top-p        sampler.cpp    apply_top_p
