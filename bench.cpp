@@ -28,6 +28,7 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#include "cli.h"
 #include "kernels.h"
 #include "model.h"
 #include "net.h"
@@ -40,25 +41,6 @@ static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t i = 0;
-    while (i <= s.size()) {
-        size_t j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        if (j > i) out.push_back(s.substr(i, j - i));
-        i = j + 1;
-    }
-    return out;
-}
-
-static int parse_int(const char* flag, const std::string& s, int lo, int hi) {
-    char* end = nullptr;
-    long v = strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s.c_str(), lo, hi);
-    return (int)v;
 }
 
 // Resident memory now and at its peak, in MB (Linux: /proc/self/statm).
@@ -282,34 +264,15 @@ static int argmax(const float* v, int n) {
 // ---------------------------------------------------------------------------
 
 int cmd_bench(int argc, char** argv) {
-    std::string path = "models/qwen2.5-0.5b";
-    std::vector<std::string> kernels = {"fast"}, quants = {"bf16", "q8_0"};
-    std::vector<int> prompts = {16, 128};
-    int threads = 0, reps = 3, n_decode = 64;
-    bool stepwise = false;
-    DType kv_type = DType::F32;
-    for (int i = 0; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc) fail("bench: %s needs a value", a.c_str());
-            return argv[++i];
-        };
-        if (a == "--threads") threads = parse_int("--threads", val(), 1, 1024);
-        else if (a == "--kernels") kernels = split_list(val());
-        else if (a == "--quant") quants = split_list(val());
-        else if (a == "--kv-type") kv_type = parse_float_type("--kv-type", val());
-        else if (a == "--reps") reps = parse_int("--reps", val(), 1, 100);
-        else if (a == "--decode") n_decode = parse_int("--decode", val(), 0, 4096);
-        else if (a == "--prompts") {
-            prompts.clear();
-            for (const std::string& p : split_list(val())) prompts.push_back(parse_int("--prompts", p, 1, 4096));
-        } else if (a == "--prefill") {
-            std::string v = val();
-            if (v != "batched" && v != "stepwise") fail("--prefill: \"%s\" is not batched or stepwise", v.c_str());
-            stepwise = v == "stepwise";
-        } else if (!a.empty() && a[0] != '-' && i == 0) path = a;
-        else fail("bench: unknown argument \"%s\"", a.c_str());
-    }
+    // The flags are cli.cpp's (groups bench, engine, prefill, output).
+    Options o = parse_command("bench", argc, argv);
+    std::string path = o.engine.model.empty() ? "models/qwen2.5-0.5b" : o.engine.model;
+    const std::vector<std::string>& kernels = o.bench_kernels;
+    const std::vector<std::string>& quants = o.bench_quants;
+    const std::vector<int>& prompts = o.bench_prompts;
+    int threads = o.engine.threads, reps = o.reps, n_decode = o.n_decode;
+    bool stepwise = o.gen.prefill_stepwise;
+    DType kv_type = o.engine.kv_type;
     std::vector<KernelSet> sets;
     for (const std::string& k : kernels) sets.push_back(parse_kernel_set("--kernels", k));
     std::vector<DType> types;
@@ -326,8 +289,12 @@ int cmd_bench(int argc, char** argv) {
            (kernels_init(KernelSet::Fast, threads), kernel_path_name()));
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     warn_if_busy();
-    Model m;
-    load_model(m, path);
+    Engine e;
+    EngineOptions eo = o.engine;
+    eo.model = path;
+    eo.kernels = sets.empty() ? KernelSet::Fast : sets[0];
+    engine_load(e, eo, ENGINE_MODEL);  // the KV caches are made per kernel set below
+    Model& m = e.model;
     const Config& c = m.cfg;
     Bandwidth bandwidth;
     if (m.file_size >= bandwidth.bytes) bandwidth.data = m.map;

@@ -37,19 +37,6 @@ void kernels_init(KernelSet set, int threads) {
 #endif
 }
 
-KernelSet parse_kernel_set(const char* flag, const std::string& name) {
-    for (int i = 0; i < N_KERNEL_SETS; i++)
-        if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
-    fail("%s: \"%s\" is not fast, plain, scalar, avx2 or avx512", flag, name.c_str());
-}
-
-DType parse_float_type(const char* flag, const std::string& name) {
-    if (name == "f32") return DType::F32;
-    if (name == "f16") return DType::F16;
-    if (name == "bf16") return DType::BF16;
-    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
-}
-
 const char* kernel_set_name(KernelSet set) {
     for (int i = 0; i < N_KERNEL_SETS; i++)
         if (KERNEL_SETS[i].set == set) return KERNEL_SETS[i].name;

@@ -72,13 +72,9 @@ extern KernelConfig g_kernels;
 // Applies threads to OpenMP and resolves "fast" to the best set this CPU
 // runs; fails with a one-line error when the CPU lacks the set asked for.
 void kernels_init(KernelSet set, int threads);
-// "plain", "scalar", "avx2", "avx512" or "fast"; throws LanternError naming `flag` otherwise.
-KernelSet parse_kernel_set(const char* flag, const std::string& name);
 const char* kernel_set_name(KernelSet set);
 // What runs now: "plain", "scalar", "avx2" or "avx512".
 const char* kernel_path_name();
-// "f32", "f16" or "bf16" (--kv-type); throws LanternError naming `flag` otherwise.
-DType parse_float_type(const char* flag, const std::string& name);
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);
