@@ -5,6 +5,7 @@
 // kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
 // checks every one of them against the loops here.
 #include "kernels.h"
+#include "quants.h"
 #include <cmath>
 #include <omp.h>
 
@@ -46,8 +47,8 @@ size_t Mat::bytes() const {
         case DType::F16:
         case DType::BF16: return n * 2;
         case DType::Q8_0: return n / 32 * 34;
+        default: return (size_t)rows * dtype_row_bytes(dtype, cols);  // the formats of quants.cpp
     }
-    return 0;
 }
 
 // One weight of W as f32, whatever its storage type. The plain matmul calls
@@ -64,11 +65,15 @@ static inline float weight_at(const Mat& W, size_t i) {
             std::memcpy(&d, blk, 2);
             return f16_to_f32(d) * (float)(int8_t)blk[2 + i % 32];
         }
+        default: return 0;  // low-bit formats are unpacked a row at a time (mat_row_to_f32)
     }
-    return 0;
 }
 
 void mat_row_to_f32(const Mat& W, int r, float* out) {
+    if (dtype_is_low_bit(W.dtype)) {
+        dequantize_row(W.dtype, (const uint8_t*)W.data + r * dtype_row_bytes(W.dtype, W.cols), W.cols, out);
+        return;
+    }
     size_t base = (size_t)r * W.cols;
     for (int c = 0; c < W.cols; c++) out[c] = weight_at(W, base + c);
 }
@@ -89,6 +94,11 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    if (dtype_is_low_bit(W.dtype)) {  // GGUF's 4/5/6-bit formats: quants.cpp, quants_fast.cpp
+        if (g_kernels.set == KernelSet::Plain) matmul_quant_plain(out, x, W, bias, T);
+        else matmul_quant_fast(out, x, W, bias, T, g_kernels.set == KernelSet::Fast ? quant_simd_level() : 0);
+        return;
+    }
     switch (g_kernels.set) {
         case KernelSet::Plain: matmul_plain(out, x, W, bias, T); break;
         case KernelSet::Scalar: matmul_scalar(out, x, W, bias, T); break;
@@ -226,6 +236,7 @@ Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
 // nearest-even. Q8_0 can be a source, never a target.
 Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
     if (to == DType::Q8_0) return quantize_q8_0(W, storage);
+    if (dtype_is_low_bit(to)) return quantize_mat(W, to, storage);
     Mat c = W;
     c.dtype = to;
     storage.resize(c.bytes());

@@ -19,6 +19,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include "gguf.h"
 #include "logging.h"
 
 using json = nlohmann::json;
@@ -33,7 +34,7 @@ static bool is_dir(const std::string& p) {
 }
 
 std::string model_dir(const std::string& path) {
-    if (is_dir(path)) return path;
+    if (is_dir(path) || is_gguf_path(path)) return path;  // a GGUF file holds config and tokenizer too
     size_t slash = path.find_last_of('/');
     return slash == std::string::npos ? "." : path.substr(0, slash);
 }
@@ -194,15 +195,19 @@ size_t parameter_count(const Model& m) {
 
 static const TensorInfo& need(const Model& m, const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo* t = find_tensor(m, name);
-    if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), name.c_str());
+    // A GGUF file (whose folder is the file itself) names tensors its own way.
+    bool gguf = m.dir == m.weights_path;
+    std::string shown = gguf ? gguf_tensor_name(name) : name;
+    if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), shown.c_str());
     if (t->shape != shape) {
         auto str = [](const std::vector<int64_t>& s) {
             std::string r = "[";
             for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
             return r + "]";
         };
-        fail("%s: tensor %s has shape %s, config.json implies %s", m.weights_path.c_str(), name.c_str(),
-             str(t->shape).c_str(), str(shape).c_str());
+        fail("%s: tensor %s has shape %s, %s %s", m.weights_path.c_str(), shown.c_str(), gguf ? "the hyper-parameters imply" : "config.json implies",
+             str(gguf ? std::vector<int64_t>(t->shape.rbegin(), t->shape.rend()) : t->shape).c_str(),
+             str(gguf ? std::vector<int64_t>(shape.rbegin(), shape.rend()) : shape).c_str());
     }
     return *t;
 }
@@ -226,13 +231,11 @@ static std::vector<float> need_vec(const Model& m, const std::string& name, int 
     return v;
 }
 
-void load_model(Model& m, const std::string& path) {
-    struct stat st0;
-    if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
+// The safetensors branch of load_model: config.json, then the mmapped weights.
+static void load_safetensors(Model& m, const std::string& path) {
     m.dir = model_dir(path);
     m.weights_path = is_dir(path) ? m.dir + "/model.safetensors" : path;
     m.cfg = parse_config(m.dir + "/config.json");
-    const Config& c = m.cfg;
 
     int fd = open(m.weights_path.c_str(), O_RDONLY);
     if (fd < 0) fail("%s: cannot open (%s)", m.weights_path.c_str(), strerror(errno));
@@ -253,6 +256,15 @@ void load_model(Model& m, const std::string& path) {
     m.checks.push_back("header length " + std::to_string(m.header_len) + " bytes fits in the file");
     m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
     m.checks.push_back("no two tensors overlap");
+}
+
+
+void load_model(Model& m, const std::string& path) {
+    struct stat st0;
+    if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
+    if (is_gguf_path(path)) gguf_open_model(m, path);  // gguf.cpp: the same tensors under the same names
+    else load_safetensors(m, path);
+    const Config& c = m.cfg;
 
     int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
     m.embed = need_mat(m, "model.embed_tokens.weight", c.vocab, c.hidden);
@@ -278,7 +290,7 @@ void load_model(Model& m, const std::string& path) {
         L.w_up = need_mat(m, p + "mlp.up_proj.weight", c.intermediate, c.hidden);
         L.w_down = need_mat(m, p + "mlp.down_proj.weight", c.hidden, c.intermediate);
     }
-    m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes config.json implies");
+    m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes " + std::string(m.dir == m.weights_path ? "the hyper-parameters imply" : "config.json implies"));
     LOGI(CAT_LOAD, "loaded %s: %zu tensors, %zu parameters, %d layers", m.weights_path.c_str(), m.tensors.size(),
          parameter_count(m), c.n_layers);
 }

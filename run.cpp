@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 #include "common.h"
+#include "gguf.h"
 #include "logging.h"
 #include "model.h"
 #include "net.h"
@@ -64,6 +65,7 @@ static std::string display_token(const std::string& model_path, int id) {
 // ./run info MODEL: what is in the folder, and what load_model checked.
 int cmd_info(int argc, char** argv) {
     if (argc < 1) fail("usage: ./run info MODEL");
+    if (is_gguf_path(argv[0])) return gguf_print_info(argv[0]);  // metadata and tensor table (gguf.cpp)
     Model m;
     load_model(m, argv[0]);
     const Config& c = m.cfg;
@@ -701,6 +703,7 @@ int main(int argc, char** argv) {
         if (argc >= 2 && !strcmp(argv[1], "fwd")) return cmd_fwd(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "chat")) return cmd_chat(argc - 2, argv + 2);
         if (argc >= 2 && !strcmp(argv[1], "serve")) return cmd_serve(argc - 2, argv + 2);
+        if (argc >= 2 && !strcmp(argv[1], "convert")) return cmd_convert(argc - 2, argv + 2);  // gguf_convert.cpp
         return cmd_generate(argc - 1, argv + 1);
     } catch (const LanternError& e) {
         fprintf(stderr, "error: %s\n", e.what());
