@@ -28,6 +28,7 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#include "quants.h"
 #include "kernels.h"
 #include "model.h"
 #include "net.h"
@@ -213,10 +214,11 @@ static bool use_weights(Model& m, Weights& w, DType dt) {
     if (tied) m.embed = m.lm_head;
     for (size_t i = 0; i < w.mats.size(); i++) {
         const Mat& o = w.original[i];
-        if (o.dtype == dt) continue;
-        if (dt == DType::Q8_0 && o.cols % Q8_BLOCK) return false;
+        DType t = block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
+        if (o.dtype == t) continue;
+        if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
-        *w.mats[i] = convert_mat(o, dt, w.storage.back());
+        *w.mats[i] = convert_mat(o, t, w.storage.back());
     }
     if (tied) m.embed = m.lm_head;
     return true;
@@ -288,11 +290,7 @@ int cmd_bench(int argc, char** argv) {
     for (const std::string& k : kernels) sets.push_back(parse_kernel_set("--kernels", k));
     std::vector<DType> types;
     for (const std::string& q : quants) {
-        if (q == "bf16" || q == "none") types.push_back(DType::BF16);
-        else if (q == "q8_0") types.push_back(DType::Q8_0);
-        else if (q == "f16") types.push_back(DType::F16);
-        else if (q == "f32") types.push_back(DType::F32);
-        else fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str());
+        types.push_back(q == "none" ? DType::BF16 : parse_weight_type("--quant", q));  // quants.h
     }
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);

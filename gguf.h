@@ -1,6 +1,6 @@
 // gguf.h — GGUF, the single-file format of llama.cpp: read it (model,
 // hyper-parameters, tokenizer) and write it (`./run convert`).
-// See book/15-gguf-quantization.md.
+// See book/16-gguf-quantization.md.
 #pragma once
 #include <string>
 #include <vector>

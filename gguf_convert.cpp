@@ -56,11 +56,7 @@ DType convert_matrix_type(const ConvertType& ct, const std::string& gguf_name, i
                     (gguf_name.find("attn_v.weight") != std::string::npos || gguf_name.find("ffn_down.weight") != std::string::npos);
         if (output || more) t = DType::Q6_K;
     }
-    if (cols % dtype_block_size(t)) {
-        if (t == DType::Q4_K) t = DType::Q5_0;
-        else if (t == DType::Q5_K) t = DType::Q5_1;
-        else if (t == DType::Q6_K) t = DType::Q8_0;
-    }
+    t = block_fallback(t, cols);
     if (cols % dtype_block_size(t)) t = DType::F16;
     return t;
 }

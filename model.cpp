@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include "gguf.h"
+#include "quants.h"
 #include "logging.h"
 
 using json = nlohmann::json;
@@ -295,17 +296,21 @@ void load_model(Model& m, const std::string& path) {
          parameter_count(m), c.n_layers);
 }
 
-// --quant q8_0: every matrix becomes int8 blocks in memory owned by the
-// model (the mmap stays for the small vectors already copied).
-void quantize_model(Model& m) {
-    // Q8_0 blocks hold 32 weights of one row, so a row whose length is not
-    // a multiple of 32 cannot be cut into blocks: such a matrix (none in
-    // Qwen2.5, but small test shapes have them) stays in its file type.
+// --quant q8_0 (or another block format): every matrix becomes blocks in
+// memory owned by the model (the mmap stays for the small vectors already
+// copied).
+void quantize_model(Model& m, DType to) {
+    // A block holds 32 (k-quants: 256) weights of one row, so a row whose
+    // length is not a multiple of it cannot be cut into blocks: k-quants fall
+    // back to a 32-block format as llama-quantize does (quants.h), and a
+    // matrix whose rows still do not divide (none in Qwen2.5, but small test
+    // shapes have them) stays in its file type.
     int kept = 0;
     auto q = [&](Mat& w) {
-        if (w.cols % 32) { kept++; return; }
+        DType t = block_fallback(to, w.cols);
+        if (w.cols % dtype_block_size(t)) { kept++; return; }
         m.owned.emplace_back();
-        w = quantize_q8_0(w, m.owned.back());
+        w = convert_mat(w, t, m.owned.back());
     };
     for (auto& L : m.layers)
         for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
@@ -313,5 +318,5 @@ void quantize_model(Model& m) {
     q(m.embed);
     if (tied) m.lm_head = m.embed;
     else q(m.lm_head);
-    if (kept) LOGW(CAT_LOAD, "--quant q8_0: %d matrices have rows that are not a multiple of 32 and keep their file type", kept);
+    if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }

@@ -61,6 +61,14 @@ int dtype_block_bytes(DType t) { return format(t).bytes; }
 size_t dtype_row_bytes(DType t, int n) { return (size_t)n / format(t).block * format(t).bytes; }
 bool dtype_is_low_bit(DType t) { return format(t).block > 1 && t != DType::Q8_0; }
 
+DType block_fallback(DType t, int cols) {
+    if (cols % format(t).block == 0) return t;
+    if (t == DType::Q4_K) return DType::Q5_0;
+    if (t == DType::Q5_K) return DType::Q5_1;
+    if (t == DType::Q6_K) return DType::Q8_0;
+    return t;
+}
+
 const char* weight_type_list() { return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"; }
 
 DType parse_weight_type(const char* flag, const std::string& name) {

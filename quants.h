@@ -1,6 +1,6 @@
 // quants.h — GGUF's block formats: how Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
 // Q5_K and Q6_K pack a row of weights into bytes, and the matrix product
-// over such rows (book/15-gguf-quantization.md).
+// over such rows (book/16-gguf-quantization.md).
 //
 // A block format cuts each row into blocks of 32 weights (256 for the
 // k-quants) and stores every block as a few small integers plus one or two
@@ -20,6 +20,10 @@ size_t dtype_row_bytes(DType t, int n);
 // The 4-, 5- and 6-bit formats, whose matrix products live in quants*.cpp
 // (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp).
 bool dtype_is_low_bit(DType t);
+// llama-quantize's fallback for a row the block does not divide:
+// Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
+// The result may still not divide the row; the caller decides what then.
+DType block_fallback(DType t, int cols);
 // "f32", "q4_k", ... -> the type; throws LanternError naming `flag` otherwise.
 DType parse_weight_type(const char* flag, const std::string& name);
 const char* weight_type_list();  // "f32, f16, bf16, q8_0, ..." for messages

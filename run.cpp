@@ -7,6 +7,7 @@
 #include <vector>
 #include "common.h"
 #include "gguf.h"
+#include "quants.h"
 #include "logging.h"
 #include "model.h"
 #include "net.h"
@@ -146,7 +147,7 @@ int cmd_fwd(int argc, char** argv) {
         else if (a == "--kv-type") kv_type = parse_float_type("--kv-type", val());
         else if (a == "--quant") {
             quant = val();
-            if (quant != "q8_0" && quant != "none") fail("--quant: \"%s\" is not q8_0 or none", quant.c_str());
+            if (quant != "none") parse_weight_type("--quant", quant);  // quants.h: q8_0, q4_0, ..., q6_k
         } else if (a == "-v") set_log_verbosity(1);
         else if (a == "-vv") set_log_verbosity(2);
         else if (a == "--trace-layers") g_watch_filter.layers = parse_index_list("--trace-layers", val());
@@ -163,7 +164,7 @@ int cmd_fwd(int argc, char** argv) {
     kernels_init(kset, threads);
     Model m;
     load_model(m, path);
-    if (quant == "q8_0") quantize_model(m);
+    if (!quant.empty() && quant != "none") quantize_model(m, parse_weight_type("--quant", quant));
     int T = (int)ids.size();
     if (ctx == 0) ctx = std::min(m.cfg.max_pos, std::max(4096, pos + T));
     Net net;
@@ -327,7 +328,7 @@ struct GenOptions {
     int ctx = 0;  // 0: the model's max positions, at most 4096
     int threads = 0;                      // 0: all cores
     KernelSet kernels = KernelSet::Fast;  // kernels.h
-    bool quant_q8_0 = false;              // --quant q8_0
+    std::string quant = "none";           // --quant q8_0, q4_0, ... (quants.h)
     DType kv_type = DType::F32;           // --kv-type
     std::vector<std::string> positional;  // [MODEL] PROMPT
 };
@@ -398,9 +399,9 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
              o.threads = parse_int_arg("--threads", v, 1, 1024); }},
         {"--kernels", "SET", "fast", "fast (SIMD + threads), scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
              o.kernels = parse_kernel_set("--kernels", v); }},
-        {"--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
-             if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
-             o.quant_q8_0 = !strcmp(v, "q8_0"); }},
+        {"--quant", "TYPE", "none", "quantize the weights at load: q8_0 (half the memory traffic), q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k", [&](const char* v) {
+             if (strcmp(v, "none")) parse_weight_type("--quant", v);
+             o.quant = v; }},
         {"--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
              o.kv_type = parse_float_type("--kv-type", v); }},
         {"--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
@@ -537,7 +538,7 @@ static void load_session(Session& s, const std::string& path, const GenOptions& 
              path == "models/tiny" ? " (make models creates it)" : "");
     kernels_init(o.kernels, o.threads);
     load_model(s.model, path);
-    if (o.quant_q8_0) quantize_model(s.model);
+    if (o.quant != "none") quantize_model(s.model, parse_weight_type("--quant", o.quant));
     tokenizer_load(s.tok, s.model.dir);
     net_init(s.net, s.model, o.ctx ? o.ctx : std::min(4096, s.model.cfg.max_pos), o.kv_type);
 }

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 #include "kernels_cuda.h"
 #include "logging.h"
+#include "quants.h"
 #include "run.h"
 #include "trace_report.h"
 
@@ -51,7 +52,7 @@ static const char* SERVE_USAGE =
     "  --ctx N            KV cache length in tokens (default: min(4096, max positions))\n"
     "  --threads N        CPU threads for the matrix products (default: all cores)\n"
     "  --kernels SET      fast, scalar or plain (default: fast)\n"
-    "  --quant q8_0       quantize the weights to 8 bits at load\n"
+    "  --quant TYPE       quantize the weights at load: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k\n"
     "  --device NAME      cpu, or cuda (needs `make cuda`)\n"
     "  --report [F.html]  the last request's HTML report (default file: trace_report.html)\n"
     "  --trace-json FILE  the last request's Chrome trace\n"
@@ -62,7 +63,7 @@ struct ServeOptions {
     std::string model, host = "127.0.0.1";
     int port = 8080, queue_limit = 16, ctx = 0, threads = 0;
     KernelSet kernels = KernelSet::Fast;
-    bool quant_q8_0 = false;
+    std::string quant = "none";  // --quant: none or a type of quants.h
     TraceOptions trace;
 };
 const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
@@ -602,8 +603,8 @@ static ServeOptions parse_serve_args(int argc, char** argv) {
         else if (a == "--kernels") o.kernels = parse_kernel_set("--kernels", val());
         else if (a == "--quant") {
             std::string q = val();
-            if (q != "q8_0" && q != "none") fail("--quant: \"%s\" is not q8_0 or none", q.c_str());
-            o.quant_q8_0 = q == "q8_0";
+            if (q != "none") parse_weight_type("--quant", q);
+            o.quant = q;
         } else if (a == "--device") device_select(val());
         else if (a == "--report") {
             bool file = i + 1 < argc && std::string(argv[i + 1]).size() > 5 &&
@@ -644,7 +645,7 @@ int cmd_serve(int argc, char** argv) {
     if (access(o.model.c_str(), F_OK) != 0) fail("%s: no such model folder or file", o.model.c_str());
     kernels_init(o.kernels, o.threads);
     load_model(e.model, o.model);
-    if (o.quant_q8_0) quantize_model(e.model);
+    if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
     tokenizer_load(e.tok, e.model.dir);
     net_init(e.net, e.model, o.ctx ? o.ctx : std::min(4096, e.model.cfg.max_pos));
     e.n_ctx = e.net.kv.n_ctx;

@@ -10,8 +10,12 @@
 #   f16, bf16           llama.cpp rounds activations to f16/bf16:      < 0.05
 #   q8_0                llama.cpp rounds activations to 8 bits, Lantern
 #                       keeps them f32; the two rounding noises differ: < 0.15
-#   4-, 5-, 6-bit       far below the quantization error itself (llama.cpp
-#                       on the file against Lantern on the f32 file): < 1/3 of it
+#   4-, 5-, 6-bit       well below the quantization error itself (llama.cpp
+#                       on the file against Lantern on the f32 file): < 1/2 of it.
+#                       llama.cpp rounds activations to 8 bits, Lantern's
+#                       low-bit kernels do not: that alone gives ~0.025 on
+#                       these models, for every type (measured), while the
+#                       quantization error is 0.07 (Q6_K) to 0.32 (Q4_0).
 # A dequantization bug shows up as an error as large as the quantization
 # error or larger. tiny (hidden 64) makes every k-quant fall back, so the
 # k-quants run on a generated model whose rows are multiples of 256.
@@ -54,7 +58,7 @@ for model, types in (("tiny", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1"), ("k256",
     for t in types.split():
         same = nrmse(llama(f"{model}-{t}"), lantern(f"{model}-{t}"))
         quant = nrmse(llama(f"{model}-{t}"), f32)
-        limit = {"f32": 1e-3, "f16": 0.05, "bf16": 0.05, "q8_0": 0.15}.get(t, quant / 3)
+        limit = {"f32": 1e-3, "f16": 0.05, "bf16": 0.05, "q8_0": 0.15}.get(t, quant / 2)
         ok = same < limit
         fails += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {model:5s} {t:7s} Lantern vs llama.cpp {same:.5f} (limit {limit:.5f}); llama.cpp vs f32 {quant:.5f}")
