@@ -43,7 +43,9 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
 // with every token in one fixed order of 16 partial sums (quants_fast.cpp).
 // simd 0: portable C++; 1: AVX2; 2: AVX-512 — all three bitwise equal.
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
-// The best `simd` this build can run (0, 1 or 2).
+// The best `simd` this build can run (0, 1 or 2), and the one that matches
+// a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
 int quant_simd_level();
+int quant_simd_for(const char* kernel_set_name);
 // The 16-lane dot product the fast kernels use, exposed for the tests.
 float dot16(const float* w, const float* x, int n, int simd);

@@ -18,6 +18,7 @@
 #include <omp.h>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 #include "quants.h"
 
@@ -37,6 +38,11 @@ int quant_simd_level() {
 #else
     return 0;
 #endif
+}
+
+int quant_simd_for(const char* name) {
+    int want = !strcmp(name, "avx512") ? 2 : !strcmp(name, "avx2") ? 1 : 0;
+    return std::min(want, quant_simd_level());
 }
 
 static float fold16(const float l[16]) {
