@@ -37,6 +37,7 @@ struct Options {
     int port = 8080, queue_limit = 16;
     // bench
     std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::string convert_type = "bf16";  // convert --type
     std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};
     int reps = 3, n_decode = 64;
@@ -67,6 +68,7 @@ int cmd_generate(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_convert(int argc, char** argv);  // gguf_convert.cpp
 
 // Helpers the subcommands share.
 std::string json_string(const std::string& s);  // a JSON string literal for any bytes

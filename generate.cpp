@@ -11,6 +11,7 @@
 #include <chrono>
 #include <unistd.h>
 #include "generate.h"
+#include "quants.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -34,7 +35,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
              o.threads, cores);
     kernels_init(o.kernels, o.threads);
     load_model(e.model, path);
-    if (o.quant_q8_0) quantize_model(e.model);
+    if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
     if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <utf8proc.h>
 #include "cli.h"
+#include "gguf.h"
 #include "logging.h"
 
 // The text of one token, for display next to its id: its bytes as decoded
@@ -37,6 +38,7 @@ static std::string display_token(const std::string& model_path, int id) {
 int cmd_info(int argc, char** argv) {
     Options o = parse_command("info", argc, argv);
     if (o.engine.model.empty()) fail("info: which model? (usage: ./run info MODEL)");
+    if (is_gguf_path(o.engine.model)) return gguf_print_info(o.engine.model);  // metadata and tensor table (gguf.cpp)
     Model m;
     load_model(m, o.engine.model);
     const Config& c = m.cfg;

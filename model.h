@@ -82,8 +82,8 @@ void load_model(Model& m, const std::string& path);
 Config parse_config(const std::string& config_path);
 // Parses and validates the safetensors header of an mmapped file.
 void parse_safetensors(Model& m);
-// Quantize every matrix to Q8_0 (--quant q8_0).
-void quantize_model(Model& m);
+// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h).
+void quantize_model(Model& m, DType to = DType::Q8_0);
 const TensorInfo* find_tensor(const Model& m, const std::string& name);
 size_t parameter_count(const Model& m);
 // Bytes of all weight files together (the model's size on disk).

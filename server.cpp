@@ -40,6 +40,7 @@
 #include "kernels_cuda.h"
 #include "logging.h"
 #include "cli.h"
+#include "quants.h"
 #include "server_request.h"
 #include "trace_report.h"
 

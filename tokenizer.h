@@ -73,7 +73,10 @@ struct Tokenizer {
 
 // Loads a tokenizer from a model folder (that holds tokenizer.json) or from
 // the path of a tokenizer.json itself. Throws LanternError on any problem.
+// A .gguf file works too: its tokenizer.ggml.* values (gguf.cpp).
 void tokenizer_load(Tokenizer& tok, const std::string& path);
+// The same from the text of a tokenizer.json (`path` names it in errors).
+void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::string& path);
 
 // Text -> ids. Added/special tokens written in the text become their ids.
 // Throws if the text is not valid UTF-8.
