@@ -68,11 +68,16 @@ int cmd_info(int argc, char** argv) {
     load_model(m, argv[0]);
     const Config& c = m.cfg;
     printf("model      %s\n", m.weights_path.c_str());
+    printf("family     %s; %s head\n", model_family(c).c_str(), m.lm_head.data == m.embed.data ? "tied" : "untied");
     printf("config     hidden %d, intermediate %d, layers %d, heads %d, kv heads %d, head_dim %d\n", c.hidden,
            c.intermediate, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
     printf("           vocab %d, max positions %d, rms_norm_eps %g, rope_theta %g, tied embeddings %s, dtype %s\n",
            c.vocab, c.max_pos, c.eps, c.rope_theta, c.tie_embeddings ? "yes" : "no", c.torch_dtype.c_str());
-    printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
+    if (m.files.size() == 1) printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
+    else {
+        for (size_t i = 0; i < m.files.size(); i++) printf("shard %-4zu %s, %zu bytes\n", i + 1, m.files[i].path.c_str(), m.files[i].size);
+        printf("\n");
+    }
     printf("%-52s %-5s %-14s %12s %12s\n", "tensor", "dtype", "shape", "bytes", "offset");
     for (const TensorInfo& t : m.tensors) {
         std::string shape = "[";
@@ -321,6 +326,7 @@ struct GenOptions {
     GenerateParams gen;
     std::string system;
     bool raw = false, json = false, gen_config = false, help = false;
+    bool no_think = false;  // Qwen3: the template's empty think block (enable_thinking=false)
     TraceOptions trace;  // --report, --trace-json, --graph
     int ctx = 0;  // 0: the model's max positions, at most 4096
     int threads = 0;                      // 0: all cores
@@ -390,6 +396,7 @@ static std::vector<Flag> generation_flags(GenOptions& o) {
              o.gen.stop_strings.push_back(v); }},
         {"--system", "TEXT", "the template's", "system message for the chat template", [&](const char* v) { o.system = v; }},
         {"--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
+        {"--no-think", nullptr, "off", "Qwen3: answer without a thinking block (the template's enable_thinking=false)", [&](const char*) { o.no_think = true; }},
         {"--ctx", "N", "min(4096, max positions)", "KV cache length in tokens", [&](const char* v) {
              o.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
         {"--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
@@ -592,7 +599,7 @@ int cmd_generate(int argc, char** argv) {
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", prompt});
-        text = apply_chat_template(msgs, true);
+        text = apply_chat_template(msgs, true, ChatFormat{s.model.cfg.qwen3, !o.no_think});
     }
     t0 = trace_now_us();
     std::vector<int> ids = tokenizer_encode(s.tok, text);
@@ -640,6 +647,7 @@ int cmd_chat(int argc, char** argv) {
     Sampler sampler;
     sampler_init(sampler, o.gen.sampling);
     ChatSession chat;
+    chat.format = ChatFormat{s.model.cfg.qwen3, !o.no_think};
     chat_reset(chat, s.net, o.system);
 
     bool tty = isatty(0);

@@ -185,7 +185,7 @@ static std::string message_content(const json& m, size_t i) {
 
 // /v1/chat/completions: the messages through the same chat template as
 // `./run "prompt"` (Qwen's default system message when none is given).
-static std::string chat_prompt(const json& b) {
+static std::string chat_prompt(const json& b, const ChatFormat& fmt) {
     if (!present(b, "messages")) bad_request("messages", "missing_required_parameter", "'messages' is required");
     const json& ms = b["messages"];
     if (!ms.is_array()) bad_request("messages", "invalid_type", "'messages' must be a list of messages");
@@ -202,7 +202,7 @@ static std::string chat_prompt(const json& b) {
                         "'" + param + ".role' is \"" + role + "\"; it must be system, user or assistant");
         msgs.push_back({role, message_content(ms[i], i)});
     }
-    return apply_chat_template(msgs, true);
+    return apply_chat_template(msgs, true, fmt);
 }
 
 // /v1/completions: the prompt goes to the model as written (like --raw).
@@ -262,7 +262,7 @@ static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& bo
     auto job = std::make_shared<Job>();
     job->chat = chat;
     try {
-        job->prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
+        job->prompt_text = chat ? chat_prompt(b, ChatFormat{e.model.cfg.qwen3, true}) : completion_prompt(b);
         read_generation_fields(b, *job);
     } catch (const json::exception& ex) {  // a type the checks above missed
         bad_request("", "invalid_type", ex.what());
