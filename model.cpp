@@ -24,6 +24,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include "json_read.h"
 #include "logging.h"
 
 using json = nlohmann::json;
@@ -54,58 +55,54 @@ static std::string read_file(const std::string& path) {
 
 // ---------------------------------------------------------------------------
 // config.json
-
-static int get_int(const json& j, const char* key, const std::string& path, int def = -1) {
-    if (!j.contains(key)) {
-        if (def >= 0) return def;
-        fail("%s: missing key \"%s\"", path.c_str(), key);
-    }
-    if (!j[key].is_number_integer() || j[key].get<long long>() <= 0)
-        fail("%s: \"%s\" must be a positive integer", path.c_str(), key);
-    return j[key].get<int>();
-}
+//
+// Every number here later sizes an allocation or a loop, so each is read
+// through json_read.h with a range: a file that says 2,000,000,000 layers is
+// refused here, not by a failed allocation after the first tensor check, and
+// 4294967304 is not quietly read as 8. The bounds are far above any real
+// model (Llama 3 405B: hidden 16384, 126 layers, vocab 128256).
+const int MAX_HIDDEN = 1 << 20, MAX_INTERMEDIATE = 1 << 22, MAX_LAYERS = 1 << 12, MAX_HEADS = 1 << 12,
+          MAX_VOCAB = 1 << 24, MAX_POSITIONS = 1 << 30;
 
 Config parse_config(const std::string& path) {
-    json j;
-    try {
-        j = json::parse(read_file(path));
-    } catch (const json::parse_error& e) {
-        fail("%s: invalid JSON (%s)", path.c_str(), e.what());
-    }
+    json j = json_parse(read_file(path), path);
     if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
+    std::string type = json_str(j, "model_type", "qwen2", path);
     Config c;
-    c.qwen3 = j.contains("model_type") && j["model_type"] == "qwen3";
-    if (j.contains("model_type") && j["model_type"] != "qwen2" && !c.qwen3)
-        LOGW(CAT_LOAD, "%s: model_type is %s, not qwen2 or qwen3; trying anyway", path.c_str(), j["model_type"].dump().c_str());
-    c.hidden = get_int(j, "hidden_size", path);
-    c.intermediate = get_int(j, "intermediate_size", path);
-    c.n_layers = get_int(j, "num_hidden_layers", path);
-    c.n_heads = get_int(j, "num_attention_heads", path);
-    c.n_kv_heads = get_int(j, "num_key_value_heads", path, c.n_heads);
-    c.vocab = get_int(j, "vocab_size", path);
-    c.max_pos = get_int(j, "max_position_embeddings", path, 32768);
+    c.qwen3 = type == "qwen3";
+    if (type != "qwen2" && !c.qwen3)
+        LOGW(CAT_LOAD, "%s: model_type is \"%s\", not qwen2 or qwen3; trying anyway", path.c_str(), type.c_str());
+    auto need_int = [&](const char* key, int hi) {
+        if (!json_has(j, key)) fail("%s: missing key \"%s\"", path.c_str(), key);
+        return (int)json_int(j, key, 0, 1, hi, path);
+    };
+    c.hidden = need_int("hidden_size", MAX_HIDDEN);
+    c.intermediate = need_int("intermediate_size", MAX_INTERMEDIATE);
+    c.n_layers = need_int("num_hidden_layers", MAX_LAYERS);
+    c.n_heads = need_int("num_attention_heads", MAX_HEADS);
+    c.n_kv_heads = (int)json_int(j, "num_key_value_heads", c.n_heads, 1, MAX_HEADS, path);
+    c.vocab = need_int("vocab_size", MAX_VOCAB);
+    c.max_pos = (int)json_int(j, "max_position_embeddings", 32768, 1, MAX_POSITIONS, path);
     if (c.n_heads % c.n_kv_heads) fail("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path.c_str(), c.n_heads, c.n_kv_heads);
     // Qwen3 states head_dim (0.6B: 128 although hidden/heads = 64); Qwen2 derives it.
-    if (j.contains("head_dim") && !j["head_dim"].is_null()) c.head_dim = get_int(j, "head_dim", path);
+    if (json_has(j, "head_dim") && !j["head_dim"].is_null()) c.head_dim = (int)json_int(j, "head_dim", 0, 1, MAX_HIDDEN, path);
     else if (c.hidden % c.n_heads) fail("%s: hidden_size %d is not a multiple of num_attention_heads %d", path.c_str(), c.hidden, c.n_heads);
     else c.head_dim = c.hidden / c.n_heads;
     if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
-    auto num = [&](const char* key, float def) {
-        if (!j.contains(key)) return def;
-        if (!j[key].is_number()) fail("%s: \"%s\" must be a number", path.c_str(), key);
-        return j[key].get<float>();
-    };
-    c.eps = num("rms_norm_eps", 1e-6f);
-    c.rope_theta = num("rope_theta", 10000.0f);
-    c.tie_embeddings = j.value("tie_word_embeddings", true);
-    c.torch_dtype = j.value("torch_dtype", std::string("?"));
-    if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_id = j["bos_token_id"];
-    if (j.contains("eos_token_id")) {
+    c.eps = (float)json_number(j, "rms_norm_eps", 1e-6, 0, 1, path);
+    c.rope_theta = (float)json_number(j, "rope_theta", 10000.0, 1, 1e12, path);
+    c.tie_embeddings = json_bool(j, "tie_word_embeddings", true, path);
+    c.torch_dtype = json_str(j, "torch_dtype", "?", path);
+    c.bos_id = (int)json_int(j, "bos_token_id", -1, 0, MAX_VOCAB, path);
+    if (json_has(j, "eos_token_id")) {  // one id or a list of them
         const json& e = j["eos_token_id"];
-        if (e.is_number_integer()) c.eos_ids.push_back(e.get<int>());
-        else if (e.is_array())
-            for (const json& x : e)
-                if (x.is_number_integer()) c.eos_ids.push_back(x.get<int>());
+        if (e.is_array()) {
+            if (e.size() > 64) fail("%s: \"eos_token_id\" lists %zu ids; at most 64 are allowed", path.c_str(), e.size());
+            for (size_t i = 0; i < e.size(); i++)
+                c.eos_ids.push_back((int)json_as_int(e[i], strprintf("eos_token_id[%zu]", i), 0, MAX_VOCAB, path));
+        } else {
+            c.eos_ids.push_back((int)json_as_int(e, "eos_token_id", 0, MAX_VOCAB, path));
+        }
     }
     return c;
 }
@@ -133,8 +130,8 @@ void parse_safetensors(Model& m) {
     m.header_len = n;
     json h;
     try {
-        h = json::parse(std::string((const char*)base + 8, n));
-    } catch (const json::parse_error& e) {
+        h = json_parse(std::string((const char*)base + 8, n), "");
+    } catch (const LanternError& e) {
         fail("%s: header is not valid JSON (%s)", path, e.what());
     }
     if (!h.is_object()) fail("%s: header is not a JSON object", path);
@@ -155,8 +152,10 @@ void parse_safetensors(Model& m) {
         size_t count = 1;
         for (const json& d : v["shape"]) {
             if (!d.is_number_integer() || d.get<long long>() < 0) fail("%s: tensor %s has a bad shape", path, name.c_str());
-            t.shape.push_back(d.get<int64_t>());
-            count *= (size_t)d.get<int64_t>();
+            size_t dim = (size_t)d.get<int64_t>();
+            if (dim && count > SIZE_MAX / 8 / dim) fail("%s: tensor %s has a shape too large to address", path, name.c_str());
+            t.shape.push_back((int64_t)dim);
+            count *= dim;
         }
         const json& off = v.value("data_offsets", json());
         if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())

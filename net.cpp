@@ -73,7 +73,7 @@ static void attention(Net& net, int layer, int T, int pos) {
 
     // Threads over (head, token) pairs: each output row belongs to one
     // thread, so the result does not depend on the thread count. One head
-    // for one query is attention_head (kernels.h), or its SIMD twin.
+    // for one query is attention_head (kernels.h).
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
@@ -82,8 +82,7 @@ static void attention(Net& net, int layer, int T, int pos) {
             int kvh = h / group, n = pos + t + 1 - first;
             float* out = &net.att[(size_t)t * q_dim + h * hd];
             const uint8_t *keys = net.kv.key(layer, first, kvh, hd), *values = net.kv.value(layer, first, kvh, hd);
-            if (g_kernels.set == KernelSet::Plain) attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
-            else attention_head_fast(out, s, q, keys, values, stride, kv_type, n, hd, g_kernels.set == KernelSet::Fast);
+            attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
         }
     }
