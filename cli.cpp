@@ -161,6 +161,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              int n = parse_int_arg("--n-predict", v, -1, 1 << 30);
              o.gen.n_predict = n < 0 ? (1 << 30) : n; }},
         {"generation", "--system", "TEXT", "the template's", "system message for the chat template", [&](const char* v) { o.system = v; }},
+        {"generation", "--no-think", nullptr, "off", "Qwen3: answer without a thinking block (the template's enable_thinking=false)", [&](const char*) { o.no_think = true; }},
         {"prefill", "--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
              if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
              else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;

@@ -21,6 +21,7 @@ struct Options {
     std::string system;      // --system
     bool raw = false;        // --raw: no chat template
     bool json = false;       // --json
+    bool no_think = false;   // --no-think: Qwen3's template with its empty think block
     // tracing and output
     TraceOptions trace;
     bool quiet = false;      // -q: only the generated text

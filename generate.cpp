@@ -294,7 +294,7 @@ void chat_reset(ChatSession& chat, Net& net, const std::string& system) {
 GenerateResult chat_turn(ChatSession& chat, Net& net, const Tokenizer& tok, Sampler& sampler,
                          const std::string& user, const GenerateParams& params, const GenerateHooks& hooks) {
     chat.messages.push_back({"user", user});
-    std::string full = apply_chat_template(chat.messages, true);
+    std::string full = apply_chat_template(chat.messages, true, chat.format);
     std::vector<int> prompt;
     bool extends = !chat.rendered.empty() && full.compare(0, chat.rendered.size(), chat.rendered) == 0;
     if (extends) {

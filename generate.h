@@ -119,6 +119,7 @@ struct ChatSession {
     std::vector<ChatMessage> messages;
     std::string rendered;      // the conversation text the cache (plus pending) stands for
     std::vector<int> pending;  // generated tokens not yet run through the model
+    ChatFormat format;         // Qwen2.5's or Qwen3's template (and thinking on/off)
 };
 // Forget everything but the system message (empty: the template's default).
 void chat_reset(ChatSession& chat, Net& net, const std::string& system);

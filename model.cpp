@@ -209,7 +209,7 @@ std::string model_family(const Config& c) {
             if (k.layers == c.n_layers) return k.name;
             return std::string(k.name) + " shape, " + std::to_string(c.n_layers) + " of its " + std::to_string(k.layers) + " layers";
         }
-    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " (unknown size)";
+    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " architecture, not a published size";
 }
 
 size_t parameter_count(const Model& m) {
@@ -303,7 +303,7 @@ static void load_shards(Model& m, const std::string& index_path) {
     if (!ix.is_object() || !ix.contains("weight_map") || !ix["weight_map"].is_object() || ix["weight_map"].empty())
         fail("%s: no \"weight_map\" object naming the shard of each tensor", index_path.c_str());
     std::map<std::string, std::string> where;  // tensor -> shard file, as the index says
-    std::vector<std::string> shard_names;       // in order of first mention
+    std::vector<std::string> shard_names;       // each file once
     for (auto& [name, file] : ix["weight_map"].items()) {
         if (!file.is_string() || file.get<std::string>().empty() || file.get<std::string>().find('/') != std::string::npos)
             fail("%s: weight_map[\"%s\"] must be the name of a file in the folder", index_path.c_str(), name.c_str());
@@ -311,6 +311,7 @@ static void load_shards(Model& m, const std::string& index_path) {
         if (std::find(shard_names.begin(), shard_names.end(), where[name]) == shard_names.end())
             shard_names.push_back(where[name]);
     }
+    std::sort(shard_names.begin(), shard_names.end());  // model-00001-of-..., model-00002-of-..., ...
     std::vector<TensorInfo> all;
     std::map<std::string, std::string> found;  // tensor -> shard it was found in
     for (size_t k = 0; k < shard_names.size(); k++) {

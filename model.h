@@ -89,7 +89,7 @@ size_t parameter_count(const Model& m);
 // Bytes of all weight files together (the model's size on disk).
 size_t weights_bytes(const Model& m);
 // "Qwen2.5-7B" / "Qwen3-0.6B" when the shape is one of the published ones,
-// else "Qwen2" / "Qwen3" with "(unknown size)".
+// else the architecture ("Qwen2 architecture, not a published size").
 std::string model_family(const Config& c);
 // Resolve a folder or file argument to the folder.
 std::string model_dir(const std::string& path);

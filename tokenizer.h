@@ -108,6 +108,14 @@ struct ChatMessage {
     std::string role, content;
 };
 extern const char* const QWEN_DEFAULT_SYSTEM;
-// When msgs has no system message, Qwen2.5's default system message is
-// prepended. add_generation_prompt ends with "<|im_start|>assistant\n".
-std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt);
+// Which template: Qwen2.5's (default) or Qwen3's, whose generation prompt
+// may switch thinking off (think = false: enable_thinking=false in Jinja).
+struct ChatFormat {
+    bool qwen3 = false;
+    bool think = true;
+};
+// Qwen2.5: when msgs has no system message, its default one is prepended.
+// add_generation_prompt ends with "<|im_start|>assistant\n" (Qwen3 without
+// thinking: followed by an empty "<think>\n\n</think>\n\n").
+std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                const ChatFormat& fmt = ChatFormat());
