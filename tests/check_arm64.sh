@@ -48,7 +48,7 @@ objs=$(var "${arm[@]}" print-ENGINE_OBJS | tr ' ' '\n' | grep -v '/kernels_neon.
 # shellcheck disable=SC2086  # flag and file lists are meant to split into words
 $CROSS $flags -c -o $B/kernels_neon_v80.o kernels_neon.cpp
 # shellcheck disable=SC2086
-$CROSS $flags -o $B/unit_tests_v80 $objs $B/kernels_neon_v80.o $B/run_lib.o $(var "${arm[@]}" print-TEST_OBJS) \
+$CROSS $flags -o $B/unit_tests_v80 $objs $B/kernels_neon_v80.o $(var "${arm[@]}" print-TEST_OBJS) \
     $(var "${arm[@]}" print-LDLIBS)
 
 status=0
