@@ -2,21 +2,81 @@
 #   make          build ./run (a link to build/run)
 #   make run      install what is missing, build, generate text with the default model
 #   make test     install what is missing, build, run every test; last line "N passed, N failed"
+#   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
 CXX      ?= g++
-ARCH     ?= -march=native
-CXXFLAGS ?= -O2 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter $(ARCH) -fopenmp
-LDLIBS   += -fopenmp -lutf8proc -lpcre2-8 -lpthread -lcpp-httplib
 BUILD    := build
 .DEFAULT_GOAL := all
+
+# --- Flags ------------------------------------------------------------------
+# ARCH picks the instruction set. On x86-64 the AVX2 and AVX-512 kernel files
+# are always built (their functions name their own targets) and chosen at run
+# time by cpuid; on ARM, kernels_fast.cpp compiles NEON code when the compiler
+# targets it and its portable scalar twin otherwise.
+#   x86-64:     -march=native, this CPU's own extensions (AVX2, AVX-512 ...);
+#   ARM Linux:  -mcpu=native (NEON always; dotprod and fp16 where the core has them);
+#   macOS/ARM:  the compiler's default (Apple M1 and later have all three).
+# A cross build names its target: make ARCH=-march=armv8.2-a+dotprod+fp16.
+TARGET := $(shell $(CXX) -dumpmachine 2>/dev/null)
+ifneq ($(findstring x86_64,$(TARGET))$(findstring i686,$(TARGET)),)
+ARCH ?= -march=native
+else ifneq ($(findstring aarch64,$(TARGET)),)
+ARCH ?= -mcpu=native
+else
+ARCH ?=
+endif
+
+# Homebrew (macOS) puts headers and libraries under one prefix, and libomp
+# under opt/libomp because Apple's clang ships without OpenMP. On Linux
+# BREW_PREFIX is empty; set it to try the macOS layout with another prefix.
+BREW_PREFIX ?= $(shell brew --prefix 2>/dev/null)
+ifneq ($(BREW_PREFIX),)
+LIB_FLAGS     := -I$(BREW_PREFIX)/include
+LDLIBS        += -L$(BREW_PREFIX)/lib
+OPENMP_CFLAGS ?= -Xpreprocessor -fopenmp -I$(BREW_PREFIX)/opt/libomp/include
+OPENMP_LIBS   ?= -L$(BREW_PREFIX)/opt/libomp/lib -lomp
+# Homebrew's cpp-httplib is the header alone; Debian's is a compiled library.
+HTTPLIB_LIBS  ?= $(if $(wildcard $(BREW_PREFIX)/lib/libcpp-httplib*),-lcpp-httplib)
+endif
+OPENMP_CFLAGS ?= -fopenmp
+OPENMP_LIBS   ?= -fopenmp
+HTTPLIB_LIBS  ?= -lcpp-httplib
+
+# OpenMP is used when the compiler has it (GCC does; clang needs libomp).
+# Without it (or with `make OPENMP=0`) compat/omp.h stands in: every loop runs
+# on one thread and computes the same bits, since no result depends on the
+# thread count (book/11-performance.md).
+ifeq ($(origin OPENMP),undefined)
+OPENMP := $(shell printf '\043include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n' | \
+            $(CXX) -x c++ $(LIB_FLAGS) $(OPENMP_CFLAGS) - -o /dev/null $(OPENMP_LIBS) 2>/dev/null && echo 1 || echo 0)
+endif
+ifeq ($(OPENMP),1)
+THREAD_FLAGS := $(OPENMP_CFLAGS)
+LDLIBS       += $(OPENMP_LIBS)
+else
+THREAD_FLAGS := -DLANTERN_NO_OPENMP -Icompat -Wno-unknown-pragmas
+endif
+
+# What a user sets in CXXFLAGS (make CXXFLAGS=-O3, or in the environment)
+# adds to the flags Lantern needs; it replaces only the default -O2 -g.
+CXXFLAGS ?= -O2 -g
+override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
+LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -lpthread
+# Each object depends on the headers it includes: the compiler writes the
+# list (-MMD) into build/x.d next to build/x.o, and make reads them back.
+DEPFLAGS := -MMD -MP
 
 # Every top-level .cpp is one part of the engine; run.cpp also holds main().
 ENGINE_SRCS := $(filter-out run.cpp,$(wildcard *.cpp))
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
-HEADERS     := $(wildcard *.h)
+-include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/run.d $(BUILD)/run_lib.d $(BUILD)/gen_model.d
+# An object whose .d list is missing (built by an older Makefile, or never)
+# is rebuilt, so no object can silently miss a header change.
+$(BUILD)/%.d: ;
+$(BUILD)/tests/%.d: ;
 
 # make cuda: the same ./run plus the GPU backend (--device cuda), built in
 # build/cuda so CPU and CUDA objects never mix; `make` switches ./run back.
@@ -30,10 +90,10 @@ cuda:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/cuda LANTERN_CUDA=1 $(BUILD)/cuda/run $(BUILD)/cuda/unit_tests
 	@ln -sf $(BUILD)/cuda/run run
 ifdef LANTERN_CUDA
-CXXFLAGS    += -DLANTERN_CUDA -I$(CUDA_HOME)/include
+override CXXFLAGS += -DLANTERN_CUDA -I$(CUDA_HOME)/include
 ENGINE_OBJS += $(BUILD)/kernels_cuda.o
 LDLIBS      += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
-$(BUILD)/kernels_cuda.o: kernels_cuda.cu $(HEADERS) | $(BUILD)
+$(BUILD)/kernels_cuda.o: kernels_cuda.cu kernels_cuda.h | $(BUILD)
 	$(NVCC) -std=c++17 -O2 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
 endif
 
@@ -44,22 +104,22 @@ all: $(BUILD)/run $(BUILD)/gen_model
 $(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/run.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: %.cpp $(HEADERS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) -c -o $@ $<
+$(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # run.cpp without its main(), so tests can call the generation loop directly.
-$(BUILD)/run_lib.o: run.cpp $(HEADERS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) -DLANTERN_NO_MAIN -c -o $@ $<
+$(BUILD)/run_lib.o: run.cpp $(BUILD)/run_lib.d | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -DLANTERN_NO_MAIN -c -o $@ $<
 
-$(BUILD)/tests/%.o: tests/%.cpp $(HEADERS) | $(BUILD)
+$(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
-	$(CXX) $(CXXFLAGS) -I. -c -o $@ $<
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
 $(BUILD)/unit_tests: $(ENGINE_OBJS) $(BUILD)/run_lib.o $(TEST_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/gen_model: tools/gen_model.cpp common.h $(BUILD)/common.o | $(BUILD)
-	$(CXX) $(CXXFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
+$(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -85,6 +145,13 @@ test: deps
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh
 
+# 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test`):
+# cross-compiled into build/arm64 and run under qemu-aarch64; the unit tests,
+# the fast-vs-plain check, and logits and a generation compared with x86.
+.PHONY: test-arm64
+test-arm64: deps
+	@bash tests/check_arm64.sh
+
 # Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
 # (generated once: ~1 GB of random bf16 weights) in four weight types, then
 # the tokenizer.
@@ -105,6 +172,12 @@ book:
 
 book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
+
+# The book's figures (book/img/fig-*.svg), drawn by tools/figures.py from the
+# engine's own numbers; tests/check_figures.sh checks the committed ones are current.
+.PHONY: figures
+figures: all
+	@/usr/bin/python3 tools/figures.py
 
 # The trace report in a real browser (headless Chromium): its script must run
 # without a JavaScript error; leaves a screenshot in build/report.png. Also

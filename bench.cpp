@@ -203,6 +203,32 @@ static void collect_weights(Model& m, Weights& w) {
     for (Mat* p : w.mats) w.original.push_back(*p);
 }
 
+// Any matrix converted to f32, f16, bf16 or Q8_0 (the benchmark's weight
+// types). Widening is exact (bf16 and f16 are subsets of f32); narrowing
+// rounds to nearest-even. Q8_0 can be a source, never a target.
+static Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
+    if (to == DType::Q8_0) return quantize_q8_0(W, storage);
+    Mat c = W;
+    c.dtype = to;
+    storage.resize(c.bytes());
+    c.data = storage.data();
+    #pragma omp parallel
+    {
+        std::vector<float> row(W.cols);
+        #pragma omp for schedule(static)
+        for (int r = 0; r < W.rows; r++) {
+            mat_row_to_f32(W, r, row.data());
+            size_t base = (size_t)r * W.cols;
+            for (int i = 0; i < W.cols; i++) {
+                if (to == DType::F32) ((float*)storage.data())[base + i] = row[i];
+                else if (to == DType::F16) ((uint16_t*)storage.data())[base + i] = f32_to_f16(row[i]);
+                else ((uint16_t*)storage.data())[base + i] = f32_to_bf16(row[i]);
+            }
+        }
+    }
+    return c;
+}
+
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 static bool use_weights(Model& m, Weights& w, DType dt) {
     bool tied = m.lm_head.data == m.embed.data;
@@ -241,7 +267,7 @@ static double prefill_flops_per_token(const Model& m) {
 
 // llama.cpp on this machine kind (2 Zen 3 cores, 2 threads, median of 3), on
 // the generated qwen2.5-0.5b preset converted to GGUF: decode tok/s and
-// prefill tok/s of a 128-token prompt. Measured by someone else (issue #6).
+// prefill tok/s of a 128-token prompt. Measured separately with llama-bench on this machine kind, not in the same run.
 struct Reference { DType dt; double decode, prefill128; };
 static const Reference LLAMA_CPP[] = {
     {DType::F32, 9.1, 117}, {DType::BF16, 14.6, 124}, {DType::F16, 15.6, 147}, {DType::Q8_0, 23.7, 119}};
@@ -296,7 +322,9 @@ int cmd_bench(int argc, char** argv) {
     }
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
-    printf("machine    %d threads, fast kernels compiled for %s\n", g_kernels.threads, simd_name());
+    printf("machine    %d threads, --kernels fast runs %s here\n", g_kernels.threads,
+           (kernels_init(KernelSet::Fast, threads), kernel_path_name()));
+    kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     warn_if_busy();
     Model m;
     load_model(m, path);
@@ -375,7 +403,7 @@ int cmd_bench(int argc, char** argv) {
             for (const Reference& x : LLAMA_CPP)
                 if (x.dt == dt && is_05b && g_kernels.threads == 2) ref = &x;
 
-            printf("%-5s %-7s %3d", dtype_name(dt), kernel_set_name(set), g_kernels.threads);
+            printf("%-5s %-7s %3d", dtype_name(dt), kernel_path_name(), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / peak);
@@ -387,7 +415,7 @@ int cmd_bench(int argc, char** argv) {
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
            "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
-           "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (issue #6),\n"
+           "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (measured separately, not in this run),\n"
            "shown for the 0.5B model at 2 threads; ratio: our decode / llama.cpp decode.\n");
     printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);
     return 0;

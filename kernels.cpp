@@ -10,17 +10,37 @@
 
 KernelConfig g_kernels;
 
+const KernelSetInfo KERNEL_SETS[] = {
+    {KernelSet::Fast, "fast", "the best SIMD set this CPU runs (default)"},
+    {KernelSet::Plain, "plain", "the reference loops: one thread, double sums"},
+    {KernelSet::Scalar, "scalar", "the SIMD order in portable C++ (bitwise equal to avx2/avx512)"},
+    {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels"},
+    {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels"},
+};
+const int N_KERNEL_SETS = sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]);
+
+// The dispatch rule: a kernel set is a table of micro-kernels, picked here
+// once; the kernels below only ask whether it is the plain one.
 void kernels_init(KernelSet set, int threads) {
     g_kernels.set = set;
     g_kernels.threads = threads > 0 ? threads : omp_get_num_procs();
     omp_set_num_threads(g_kernels.threads);
+    if (set == KernelSet::AVX2 && !cpu_has_avx2())
+        fail("--kernels avx2: this CPU lacks AVX2, FMA or F16C (try fast or scalar)");
+    if (set == KernelSet::AVX512 && !cpu_has_avx512())
+        fail("--kernels avx512: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)");
+    if (set == KernelSet::Fast) set = cpu_has_avx512() ? KernelSet::AVX512 : cpu_has_avx2() ? KernelSet::AVX2 : KernelSet::Scalar;
+    g_kernels.simd = set == KernelSet::Plain ? nullptr : &SCALAR_KERNELS;
+#if defined(__x86_64__)  // the SIMD files define their tables only there
+    if (set == KernelSet::AVX2) g_kernels.simd = &AVX2_KERNELS;
+    if (set == KernelSet::AVX512) g_kernels.simd = &AVX512_KERNELS;
+#endif
 }
 
 KernelSet parse_kernel_set(const char* flag, const std::string& name) {
-    if (name == "plain") return KernelSet::Plain;
-    if (name == "scalar") return KernelSet::Scalar;
-    if (name == "fast") return KernelSet::Fast;
-    fail("%s: \"%s\" is not plain, scalar or fast", flag, name.c_str());
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
+    fail("%s: \"%s\" is not fast, plain, scalar, avx2 or avx512", flag, name.c_str());
 }
 
 DType parse_float_type(const char* flag, const std::string& name) {
@@ -31,13 +51,12 @@ DType parse_float_type(const char* flag, const std::string& name) {
 }
 
 const char* kernel_set_name(KernelSet set) {
-    switch (set) {
-        case KernelSet::Plain: return "plain";
-        case KernelSet::Scalar: return "scalar";
-        case KernelSet::Fast: return "fast";
-    }
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        if (KERNEL_SETS[i].set == set) return KERNEL_SETS[i].name;
     return "?";
 }
+
+const char* kernel_path_name() { return g_kernels.simd ? g_kernels.simd->name : "plain"; }
 
 size_t Mat::bytes() const {
     size_t n = (size_t)rows * cols;
@@ -89,15 +108,11 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    switch (g_kernels.set) {
-        case KernelSet::Plain: matmul_plain(out, x, W, bias, T); break;
-        case KernelSet::Scalar: matmul_scalar(out, x, W, bias, T); break;
-        case KernelSet::Fast: matmul_fast(out, x, W, bias, T); break;
-    }
+    if (g_kernels.simd) matmul_fast(out, x, W, bias, T, *g_kernels.simd);
+    else matmul_plain(out, x, W, bias, T);
 }
 
-// Attention's dot product and weighted sum: the plain loops, and the
-// dispatch to the fast twins (kernels_fast.cpp).
+// Attention's dot product and weighted sum, the plain loops.
 static inline float element_at(const void* p, DType t, int i) {
     Mat row;
     row.dtype = t;
@@ -113,16 +128,6 @@ float vec_dot_plain(const float* a, const void* b, DType bt, int n) {
 
 void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n) {
     for (int i = 0; i < n; i++) y[i] += alpha * element_at(x, xt, i);
-}
-
-float vec_dot(const float* a, const void* b, DType bt, int n) {
-    if (g_kernels.set == KernelSet::Plain) return vec_dot_plain(a, b, bt, n);
-    return vec_dot_fast(a, b, bt, n, g_kernels.set == KernelSet::Fast);
-}
-
-void vec_axpy(float* y, float alpha, const void* x, DType xt, int n) {
-    if (g_kernels.set == KernelSet::Plain) vec_axpy_plain(y, alpha, x, xt, n);
-    else vec_axpy_fast(y, alpha, x, xt, n, g_kernels.set == KernelSet::Fast);
 }
 
 // RMSNorm: scale x so its root-mean-square is 1, then by the learned w.
@@ -177,13 +182,19 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
 // cached position (dot product, scaled by 1/sqrt(head_dim) so the scores do
 // not grow with the head's width), softmax into weights that sum to 1, and
 // the weighted sum of the value rows.
-void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                    size_t stride, DType kv_type, int n, int head_dim) {
+void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                          size_t stride, DType kv_type, int n, int head_dim) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     for (int j = 0; j < n; j++) scores[j] = vec_dot_plain(q, keys + j * stride, kv_type, head_dim) * scale;
     softmax(scores, n);
     for (int i = 0; i < head_dim; i++) out[i] = 0.0f;
     for (int j = 0; j < n; j++) vec_axpy_plain(out, scores[j], values + j * stride, kv_type, head_dim);
+}
+
+void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                    size_t stride, DType kv_type, int n, int head_dim) {
+    if (g_kernels.simd) attention_head_fast(out, scores, q, keys, values, stride, kv_type, n, head_dim, *g_kernels.simd);
+    else attention_head_plain(out, scores, q, keys, values, stride, kv_type, n, head_dim);
 }
 
 // Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127
@@ -220,29 +231,4 @@ Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
     q.dtype = DType::Q8_0;
     q.data = storage.data();
     return q;
-}
-
-// Widening is exact (bf16 and f16 are subsets of f32); narrowing rounds to
-// nearest-even. Q8_0 can be a source, never a target.
-Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
-    if (to == DType::Q8_0) return quantize_q8_0(W, storage);
-    Mat c = W;
-    c.dtype = to;
-    storage.resize(c.bytes());
-    c.data = storage.data();
-    #pragma omp parallel
-    {
-        std::vector<float> row(W.cols);
-        #pragma omp for schedule(static)
-        for (int r = 0; r < W.rows; r++) {
-            mat_row_to_f32(W, r, row.data());
-            size_t base = (size_t)r * W.cols;
-            for (int i = 0; i < W.cols; i++) {
-                if (to == DType::F32) ((float*)storage.data())[base + i] = row[i];
-                else if (to == DType::F16) ((uint16_t*)storage.data())[base + i] = f32_to_f16(row[i]);
-                else ((uint16_t*)storage.data())[base + i] = f32_to_bf16(row[i]);
-            }
-        }
-    }
-    return c;
 }

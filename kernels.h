@@ -4,7 +4,9 @@
 // ground truth) and, where speed matters, a fast version beside it. The fast
 // ones are chosen with --kernels fast (the default); tests check that each
 // fast kernel equals its plain twin. The plain kernels live in kernels.cpp,
-// the fast ones in kernels_fast.cpp (see book/11-performance.md).
+// the fast drivers and their scalar twin in kernels_fast.cpp, the SIMD
+// micro-kernels in kernels_avx2.cpp and kernels_avx512.cpp (see
+// book/11-performance.md).
 #pragma once
 #include <vector>
 #include "common.h"
@@ -21,44 +23,73 @@ struct Mat {
     size_t bytes() const;
 };
 
-// Plain: the reference loops (one thread, double accumulation).
-// Scalar: the fast kernels' threads and summation order in portable C++,
-//         without SIMD — what "fast" compiles to on a CPU without AVX2.
-// Fast:   the same with AVX2 + FMA where the compiler targets it, else Scalar.
-// Scalar and Fast give bitwise identical results (see kernels_fast.cpp).
-enum class KernelSet { Plain, Scalar, Fast };
+// The kernel sets (--kernels). One rule for all of them: net.cpp calls the
+// operation (matmul, attention_head, ...), which looks at g_kernels and runs
+//   *_plain  the reference loops in kernels.cpp (one thread, double sums), or
+//   *_fast   the threaded driver in kernels_fast.cpp, given the micro-kernels
+//            of one instruction set: the scalar twin (portable C++), AVX2 or
+//            AVX-512, each in its own file.
+// Every SIMD set sums in the one order of kernels_fast.cpp, so scalar, AVX2
+// and AVX-512 give bitwise identical results; "fast" is the best set this
+// CPU runs, chosen at run time (cpuid).
+enum class KernelSet { Plain, Scalar, AVX2, AVX512, Fast };
+struct KernelSetInfo {
+    KernelSet set;
+    const char* name;  // the --kernels value
+    const char* what;  // one line for --help
+};
+extern const KernelSetInfo KERNEL_SETS[];
+extern const int N_KERNEL_SETS;
+
+// The micro-kernels of one instruction set (kernels_fast.cpp drives them:
+// threads, tiles, the Q8_0 activations). A tile is rows x tokens dot
+// products at once; out[r][t] = row r of W . token t of x.
+const int MAX_TILE = 8;
+struct SimdKernels {
+    const char* name;  // "scalar", "avx2", "avx512": what bench, -v and the report print
+    int tile_rows, tile_tokens;        // float weights
+    int q8_tile_rows, q8_tile_tokens;  // Q8_0 weights x Q8_0 activations
+    // n_tokens <= tile_tokens (the last tokens of a batch come as a smaller tile)
+    void (*tile)(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                 float out[MAX_TILE][MAX_TILE]);
+    void (*tile_q8)(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
+                    float out[MAX_TILE][MAX_TILE]);
+    float (*dot)(const float* a, const uint8_t* b, DType bt, int n);  // one attention score
+    void (*axpy)(float* y, float alpha, const uint8_t* x, DType xt, int n);  // y += alpha * x
+};
+extern const SimdKernels SCALAR_KERNELS;
+extern const SimdKernels AVX2_KERNELS;    // defined only on x86-64
+extern const SimdKernels AVX512_KERNELS;  // defined only on x86-64
+bool cpu_has_avx2();    // AVX2 + FMA + F16C
+bool cpu_has_avx512();  // AVX-512 F, BW, VL, BF16, VNNI
+
 struct KernelConfig {
-    KernelSet set = KernelSet::Fast;
+    KernelSet set = KernelSet::Fast;  // as asked
+    const SimdKernels* simd = nullptr;  // what runs; nullptr under plain
     int threads = 0;  // 0: all cores
 };
 extern KernelConfig g_kernels;
-void kernels_init(KernelSet set, int threads);  // applies threads to OpenMP
-// "plain", "scalar" or "fast"; throws LanternError naming `flag` otherwise.
+// Applies threads to OpenMP and resolves "fast" to the best set this CPU
+// runs; fails with a one-line error when the CPU lacks the set asked for.
+void kernels_init(KernelSet set, int threads);
+// "plain", "scalar", "avx2", "avx512" or "fast"; throws LanternError naming `flag` otherwise.
 KernelSet parse_kernel_set(const char* flag, const std::string& name);
 const char* kernel_set_name(KernelSet set);
+// What runs now: "plain", "scalar", "avx2" or "avx512".
+const char* kernel_path_name();
 // "f32", "f16" or "bf16" (--kv-type); throws LanternError naming `flag` otherwise.
 DType parse_float_type(const char* flag, const std::string& name);
-// What the fast kernels were compiled with: "AVX2+FMA+F16C" or "scalar".
-const char* simd_name();
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
-// The dispatcher picks plain or fast from g_kernels.
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
-void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T);
-// The portable twin of matmul_fast (same threads and summation order, no SIMD).
-void matmul_scalar(float* out, const float* x, const Mat& W, const float* bias, int T);
+void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T, const SimdKernels& k);
 
-// Attention's two inner loops, dispatched like matmul. The second operand
-// is a row of the KV cache: f32, f16 or bf16 (--kv-type).
-// vec_dot: sum_i a[i] * b[i].      vec_axpy: y[i] += alpha * x[i].
-float vec_dot(const float* a, const void* b, DType bt, int n);
-void vec_axpy(float* y, float alpha, const void* x, DType xt, int n);
+// Attention's two inner loops, the plain way: the second operand is a row of
+// the KV cache in f32, f16 or bf16 (--kv-type).
+// vec_dot_plain: sum_i a[i] * b[i].      vec_axpy_plain: y[i] += alpha * x[i].
 float vec_dot_plain(const float* a, const void* b, DType bt, int n);
 void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n);
-// simd false: the scalar twin (bitwise equal to the AVX2 version).
-float vec_dot_fast(const float* a, const void* b, DType bt, int n, bool simd);
-void vec_axpy_fast(float* y, float alpha, const void* x, DType xt, int n, bool simd);
 
 // Row r of W widened to f32 (embedding lookup, tests).
 void mat_row_to_f32(const Mat& W, int r, float* out);
@@ -72,18 +103,18 @@ void swiglu(float* gate, const float* up, int n);
 // RoPE, Hugging Face "rotate_half" layout: dimension i is paired with
 // i + head_dim/2 (not with i+1). vec holds n_heads heads of head_dim each.
 void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
-// One attention head for one query over n >= 1 cached positions, the plain
-// way (net.cpp calls it under --kernels plain; chapters/attention):
+// One attention head for one query over n >= 1 cached positions
+// (net.cpp:attention calls it per head and query; chapters/attention):
 //   scores[j] = softmax_j(q . k_j / sqrt(head_dim))      scores: [n]
 //   out       = sum_j scores[j] * v_j                    out, q: [head_dim]
 // k_j and v_j are head_dim values of kv_type at keys + j*stride and
 // values + j*stride (stride in bytes: one cache row, all KV heads).
 void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim);
-// Its fast twin (kernels_fast.cpp): scores for 4 keys at a time with SIMD;
-// simd false runs the scalar twin, bitwise equal.
+void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                          size_t stride, DType kv_type, int n, int head_dim);
 void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                         size_t stride, DType kv_type, int n, int head_dim, bool simd);
+                         size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k);
 
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.
@@ -92,5 +123,3 @@ Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
 // the weights above, and the activations the fast Q8_0 matmul multiplies.
 const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
 void quantize_row_q8_0(const float* x, int n, uint8_t* out);
-// Any matrix converted to f32, f16 or bf16 (the benchmark's weight types).
-Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);

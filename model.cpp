@@ -9,6 +9,11 @@
 // with offsets relative to the start of the data section. We mmap the whole
 // file and point at the numbers where they lie: nothing is copied, pages are
 // read from disk only when touched, and the OS can share them between runs.
+//
+// Bigger models come in shards: model-00001-of-00004.safetensors, ... and
+// model.safetensors.index.json, whose "weight_map" names the file of every
+// tensor. Each shard is an ordinary safetensors file, mapped and checked the
+// same way; the index only has to agree with what the shards hold.
 #include "model.h"
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -19,12 +24,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include "json_read.h"
 #include "logging.h"
 
 using json = nlohmann::json;
 
 Model::~Model() {
-    if (map) munmap(map, file_size);
+    for (MappedFile& f : files) munmap(f.map, f.size);
 }
 
 static bool is_dir(const std::string& p) {
@@ -39,6 +45,7 @@ std::string model_dir(const std::string& path) {
 }
 
 static std::string read_file(const std::string& path) {
+    if (is_dir(path)) fail("%s: is a directory, not a file", path.c_str());  // ifstream would read it as empty
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("%s: cannot open", path.c_str());
     std::stringstream ss;
@@ -48,55 +55,54 @@ static std::string read_file(const std::string& path) {
 
 // ---------------------------------------------------------------------------
 // config.json
-
-static int get_int(const json& j, const char* key, const std::string& path, int def = -1) {
-    if (!j.contains(key)) {
-        if (def >= 0) return def;
-        fail("%s: missing key \"%s\"", path.c_str(), key);
-    }
-    if (!j[key].is_number_integer() || j[key].get<long long>() <= 0)
-        fail("%s: \"%s\" must be a positive integer", path.c_str(), key);
-    return j[key].get<int>();
-}
+//
+// Every number here later sizes an allocation or a loop, so each is read
+// through json_read.h with a range: a file that says 2,000,000,000 layers is
+// refused here, not by a failed allocation after the first tensor check, and
+// 4294967304 is not quietly read as 8. The bounds are far above any real
+// model (Llama 3 405B: hidden 16384, 126 layers, vocab 128256).
+const int MAX_HIDDEN = 1 << 20, MAX_INTERMEDIATE = 1 << 22, MAX_LAYERS = 1 << 12, MAX_HEADS = 1 << 12,
+          MAX_VOCAB = 1 << 24, MAX_POSITIONS = 1 << 30;
 
 Config parse_config(const std::string& path) {
-    json j;
-    try {
-        j = json::parse(read_file(path));
-    } catch (const json::parse_error& e) {
-        fail("%s: invalid JSON (%s)", path.c_str(), e.what());
-    }
+    json j = json_parse(read_file(path), path);
     if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
-    if (j.contains("model_type") && j["model_type"] != "qwen2")
-        LOGW(CAT_LOAD, "%s: model_type is %s, not qwen2; trying anyway", path.c_str(), j["model_type"].dump().c_str());
+    std::string type = json_str(j, "model_type", "qwen2", path);
     Config c;
-    c.hidden = get_int(j, "hidden_size", path);
-    c.intermediate = get_int(j, "intermediate_size", path);
-    c.n_layers = get_int(j, "num_hidden_layers", path);
-    c.n_heads = get_int(j, "num_attention_heads", path);
-    c.n_kv_heads = get_int(j, "num_key_value_heads", path, c.n_heads);
-    c.vocab = get_int(j, "vocab_size", path);
-    c.max_pos = get_int(j, "max_position_embeddings", path, 32768);
-    if (c.hidden % c.n_heads) fail("%s: hidden_size %d is not a multiple of num_attention_heads %d", path.c_str(), c.hidden, c.n_heads);
-    if (c.n_heads % c.n_kv_heads) fail("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path.c_str(), c.n_heads, c.n_kv_heads);
-    c.head_dim = c.hidden / c.n_heads;
-    if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
-    auto num = [&](const char* key, float def) {
-        if (!j.contains(key)) return def;
-        if (!j[key].is_number()) fail("%s: \"%s\" must be a number", path.c_str(), key);
-        return j[key].get<float>();
+    c.qwen3 = type == "qwen3";
+    if (type != "qwen2" && !c.qwen3)
+        LOGW(CAT_LOAD, "%s: model_type is \"%s\", not qwen2 or qwen3; trying anyway", path.c_str(), type.c_str());
+    auto need_int = [&](const char* key, int hi) {
+        if (!json_has(j, key)) fail("%s: missing key \"%s\"", path.c_str(), key);
+        return (int)json_int(j, key, 0, 1, hi, path);
     };
-    c.eps = num("rms_norm_eps", 1e-6f);
-    c.rope_theta = num("rope_theta", 10000.0f);
-    c.tie_embeddings = j.value("tie_word_embeddings", true);
-    c.torch_dtype = j.value("torch_dtype", std::string("?"));
-    if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_id = j["bos_token_id"];
-    if (j.contains("eos_token_id")) {
+    c.hidden = need_int("hidden_size", MAX_HIDDEN);
+    c.intermediate = need_int("intermediate_size", MAX_INTERMEDIATE);
+    c.n_layers = need_int("num_hidden_layers", MAX_LAYERS);
+    c.n_heads = need_int("num_attention_heads", MAX_HEADS);
+    c.n_kv_heads = (int)json_int(j, "num_key_value_heads", c.n_heads, 1, MAX_HEADS, path);
+    c.vocab = need_int("vocab_size", MAX_VOCAB);
+    c.max_pos = (int)json_int(j, "max_position_embeddings", 32768, 1, MAX_POSITIONS, path);
+    if (c.n_heads % c.n_kv_heads) fail("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path.c_str(), c.n_heads, c.n_kv_heads);
+    // Qwen3 states head_dim (0.6B: 128 although hidden/heads = 64); Qwen2 derives it.
+    if (json_has(j, "head_dim") && !j["head_dim"].is_null()) c.head_dim = (int)json_int(j, "head_dim", 0, 1, MAX_HIDDEN, path);
+    else if (c.hidden % c.n_heads) fail("%s: hidden_size %d is not a multiple of num_attention_heads %d", path.c_str(), c.hidden, c.n_heads);
+    else c.head_dim = c.hidden / c.n_heads;
+    if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
+    c.eps = (float)json_number(j, "rms_norm_eps", 1e-6, 0, 1, path);
+    c.rope_theta = (float)json_number(j, "rope_theta", 10000.0, 1, 1e12, path);
+    c.tie_embeddings = json_bool(j, "tie_word_embeddings", true, path);
+    c.torch_dtype = json_str(j, "torch_dtype", "?", path);
+    c.bos_id = (int)json_int(j, "bos_token_id", -1, 0, MAX_VOCAB, path);
+    if (json_has(j, "eos_token_id")) {  // one id or a list of them
         const json& e = j["eos_token_id"];
-        if (e.is_number_integer()) c.eos_ids.push_back(e.get<int>());
-        else if (e.is_array())
-            for (const json& x : e)
-                if (x.is_number_integer()) c.eos_ids.push_back(x.get<int>());
+        if (e.is_array()) {
+            if (e.size() > 64) fail("%s: \"eos_token_id\" lists %zu ids; at most 64 are allowed", path.c_str(), e.size());
+            for (size_t i = 0; i < e.size(); i++)
+                c.eos_ids.push_back((int)json_as_int(e[i], strprintf("eos_token_id[%zu]", i), 0, MAX_VOCAB, path));
+        } else {
+            c.eos_ids.push_back((int)json_as_int(e, "eos_token_id", 0, MAX_VOCAB, path));
+        }
     }
     return c;
 }
@@ -124,8 +130,8 @@ void parse_safetensors(Model& m) {
     m.header_len = n;
     json h;
     try {
-        h = json::parse(std::string((const char*)base + 8, n));
-    } catch (const json::parse_error& e) {
+        h = json_parse(std::string((const char*)base + 8, n), "");
+    } catch (const LanternError& e) {
         fail("%s: header is not valid JSON (%s)", path, e.what());
     }
     if (!h.is_object()) fail("%s: header is not a JSON object", path);
@@ -146,8 +152,10 @@ void parse_safetensors(Model& m) {
         size_t count = 1;
         for (const json& d : v["shape"]) {
             if (!d.is_number_integer() || d.get<long long>() < 0) fail("%s: tensor %s has a bad shape", path, name.c_str());
-            t.shape.push_back(d.get<int64_t>());
-            count *= (size_t)d.get<int64_t>();
+            size_t dim = (size_t)d.get<int64_t>();
+            if (dim && count > SIZE_MAX / 8 / dim) fail("%s: tensor %s has a shape too large to address", path, name.c_str());
+            t.shape.push_back((int64_t)dim);
+            count *= dim;
         }
         const json& off = v.value("data_offsets", json());
         if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
@@ -179,6 +187,29 @@ const TensorInfo* find_tensor(const Model& m, const std::string& name) {
     return nullptr;
 }
 
+size_t weights_bytes(const Model& m) {
+    size_t n = 0;
+    for (const MappedFile& f : m.files) n += f.size;
+    return n;
+}
+
+// The published shapes, told apart by family, hidden size and head counts;
+// fewer layers (a generated test model) are named as such.
+std::string model_family(const Config& c) {
+    struct Known { const char* name; bool qwen3; int hidden, layers, heads, kv_heads; };
+    static const Known known[] = {
+        {"Qwen2.5-0.5B", false, 896, 24, 14, 2},  {"Qwen2.5-1.5B", false, 1536, 28, 12, 2},
+        {"Qwen2.5-3B", false, 2048, 36, 16, 2},   {"Qwen2.5-7B", false, 3584, 28, 28, 4},
+        {"Qwen3-0.6B", true, 1024, 28, 16, 8},
+    };
+    for (const Known& k : known)
+        if (k.qwen3 == c.qwen3 && k.hidden == c.hidden && k.heads == c.n_heads && k.kv_heads == c.n_kv_heads) {
+            if (k.layers == c.n_layers) return k.name;
+            return std::string(k.name) + " shape, " + std::to_string(c.n_layers) + " of its " + std::to_string(k.layers) + " layers";
+        }
+    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " (unknown size)";
+}
+
 size_t parameter_count(const Model& m) {
     size_t n = 0;
     for (auto& t : m.tensors) {
@@ -201,7 +232,7 @@ static const TensorInfo& need(const Model& m, const std::string& name, std::vect
             for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
             return r + "]";
         };
-        fail("%s: tensor %s has shape %s, config.json implies %s", m.weights_path.c_str(), name.c_str(),
+        fail("%s: tensor %s has shape %s, config.json implies %s", m.files[t->file].path.c_str(), name.c_str(),
              str(t->shape).c_str(), str(shape).c_str());
     }
     return *t;
@@ -226,33 +257,106 @@ static std::vector<float> need_vec(const Model& m, const std::string& name, int 
     return v;
 }
 
+// mmap one file read-only and make it the one parse_safetensors reads.
+static void map_file(Model& m, const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail("%s: cannot open (%s)", path.c_str(), strerror(errno));
+    struct stat st;
+    fstat(fd, &st);
+    size_t size = (size_t)st.st_size;
+    if (size == 0) {
+        close(fd);
+        fail("%s: file is empty", path.c_str());
+    }
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) fail("%s: mmap failed (%s)", path.c_str(), strerror(errno));
+    m.files.push_back({path, p, size});
+    m.weights_path = path;
+    m.map = p;
+    m.file_size = size;
+}
+
+// The index: {"metadata": {...}, "weight_map": {"tensor name": "shard file", ...}}.
+// Every shard is mapped and parsed alone; then the index and the shards must
+// agree exactly: each listed tensor in the file the index names, no tensor
+// in two shards, no tensor that the index does not list.
+static void load_shards(Model& m, const std::string& index_path) {
+    json ix;
+    try {
+        ix = json::parse(read_file(index_path));
+    } catch (const json::parse_error& e) {
+        fail("%s: invalid JSON (%s)", index_path.c_str(), e.what());
+    }
+    if (!ix.is_object() || !ix.contains("weight_map") || !ix["weight_map"].is_object() || ix["weight_map"].empty())
+        fail("%s: no \"weight_map\" object naming the shard of each tensor", index_path.c_str());
+    std::map<std::string, std::string> where;  // tensor -> shard file, as the index says
+    std::vector<std::string> shard_names;       // in order of first mention
+    for (auto& [name, file] : ix["weight_map"].items()) {
+        if (!file.is_string() || file.get<std::string>().empty() || file.get<std::string>().find('/') != std::string::npos)
+            fail("%s: weight_map[\"%s\"] must be the name of a file in the folder", index_path.c_str(), name.c_str());
+        where[name] = file.get<std::string>();
+        if (std::find(shard_names.begin(), shard_names.end(), where[name]) == shard_names.end())
+            shard_names.push_back(where[name]);
+    }
+    std::vector<TensorInfo> all;
+    std::map<std::string, std::string> found;  // tensor -> shard it was found in
+    for (size_t k = 0; k < shard_names.size(); k++) {
+        std::string path = m.dir + "/" + shard_names[k];
+        if (access(path.c_str(), F_OK) != 0)
+            fail("%s: shard %s (listed in %s) is missing", path.c_str(), shard_names[k].c_str(), index_path.c_str());
+        map_file(m, path);
+        parse_safetensors(m);
+        for (TensorInfo& t : m.tensors) {
+            if (found.count(t.name))
+                fail("%s: tensor %s is also in %s (a tensor must be in one shard)", path.c_str(), t.name.c_str(),
+                     found[t.name].c_str());
+            if (!where.count(t.name))
+                fail("%s: tensor %s is not listed in %s", path.c_str(), t.name.c_str(), index_path.c_str());
+            if (where[t.name] != shard_names[k])
+                fail("%s: tensor %s is here but %s places it in %s", path.c_str(), t.name.c_str(), index_path.c_str(),
+                     where[t.name].c_str());
+            found[t.name] = shard_names[k];
+            t.file = (int)m.files.size() - 1;
+            all.push_back(t);
+        }
+    }
+    for (auto& [name, file] : where)
+        if (!found.count(name))
+            fail("%s: tensor %s is listed in %s but the shard has no such tensor", (m.dir + "/" + file).c_str(),
+                 name.c_str(), index_path.c_str());
+    m.tensors = all;
+    m.weights_path = index_path;
+    // map/file_size: the largest shard (what `run bench` reads for its bandwidth probe).
+    for (MappedFile& f : m.files)
+        if (f.size > m.file_size) m.map = f.map, m.file_size = f.size;
+}
+
 void load_model(Model& m, const std::string& path) {
     struct stat st0;
     if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
     m.dir = model_dir(path);
-    m.weights_path = is_dir(path) ? m.dir + "/model.safetensors" : path;
     m.cfg = parse_config(m.dir + "/config.json");
     const Config& c = m.cfg;
 
-    int fd = open(m.weights_path.c_str(), O_RDONLY);
-    if (fd < 0) fail("%s: cannot open (%s)", m.weights_path.c_str(), strerror(errno));
-    struct stat st;
-    fstat(fd, &st);
-    m.file_size = (size_t)st.st_size;
-    if (m.file_size == 0) {
-        close(fd);
-        fail("%s: file is empty", m.weights_path.c_str());
+    // One file, or shards and their index. A folder with both uses the single file.
+    std::string single = is_dir(path) ? m.dir + "/model.safetensors" : path;
+    std::string index = m.dir + "/model.safetensors.index.json";
+    bool sharded = is_dir(path) ? access(single.c_str(), F_OK) != 0 && access(index.c_str(), F_OK) == 0
+                                : path.size() > 11 && path.compare(path.size() - 11, 11, ".index.json") == 0;
+    if (sharded) {
+        if (!is_dir(path)) index = path;
+        load_shards(m, index);
+        m.checks.push_back(std::to_string(m.files.size()) + " shards: each header fits in its file");
+        m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside its shard");
+        m.checks.push_back("no two tensors overlap; the index and the shards list the same tensors, each once");
+    } else {
+        map_file(m, single);
+        parse_safetensors(m);
+        m.checks.push_back("header length " + std::to_string(m.header_len) + " bytes fits in the file");
+        m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
+        m.checks.push_back("no two tensors overlap");
     }
-    m.map = mmap(nullptr, m.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m.map == MAP_FAILED) {
-        m.map = nullptr;
-        fail("%s: mmap failed (%s)", m.weights_path.c_str(), strerror(errno));
-    }
-    parse_safetensors(m);
-    m.checks.push_back("header length " + std::to_string(m.header_len) + " bytes fits in the file");
-    m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
-    m.checks.push_back("no two tensors overlap");
 
     int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
     m.embed = need_mat(m, "model.embed_tokens.weight", c.vocab, c.hidden);
@@ -270,9 +374,17 @@ void load_model(Model& m, const std::string& path) {
         L.wq = need_mat(m, p + "self_attn.q_proj.weight", q_dim, c.hidden);
         L.wk = need_mat(m, p + "self_attn.k_proj.weight", kv_dim, c.hidden);
         L.wv = need_mat(m, p + "self_attn.v_proj.weight", kv_dim, c.hidden);
-        L.bq = need_vec(m, p + "self_attn.q_proj.bias", q_dim);
-        L.bk = need_vec(m, p + "self_attn.k_proj.bias", kv_dim);
-        L.bv = need_vec(m, p + "self_attn.v_proj.bias", kv_dim);
+        if (c.qwen3) {
+            // Qwen3 has no q/k/v biases; zeros keep the one code path of net.cpp
+            // (adding 0.0f changes no value). It norms each head of q and k instead.
+            L.bq.assign(q_dim, 0.0f), L.bk.assign(kv_dim, 0.0f), L.bv.assign(kv_dim, 0.0f);
+            L.q_norm = need_vec(m, p + "self_attn.q_norm.weight", hd);
+            L.k_norm = need_vec(m, p + "self_attn.k_norm.weight", hd);
+        } else {
+            L.bq = need_vec(m, p + "self_attn.q_proj.bias", q_dim);
+            L.bk = need_vec(m, p + "self_attn.k_proj.bias", kv_dim);
+            L.bv = need_vec(m, p + "self_attn.v_proj.bias", kv_dim);
+        }
         L.wo = need_mat(m, p + "self_attn.o_proj.weight", c.hidden, q_dim);
         L.w_gate = need_mat(m, p + "mlp.gate_proj.weight", c.intermediate, c.hidden);
         L.w_up = need_mat(m, p + "mlp.up_proj.weight", c.intermediate, c.hidden);

@@ -1,6 +1,6 @@
 // model.h — a Hugging Face model folder in memory: config.json, the
-// safetensors weights (mmapped, never copied), and the named views the
-// forward pass uses.
+// safetensors weights (one file or several shards, mmapped, never copied),
+// and the named views the forward pass uses.
 #pragma once
 #include <string>
 #include <vector>
@@ -14,12 +14,13 @@ struct Config {
     int n_layers = 0;      // num_hidden_layers        (0.5B: 24)
     int n_heads = 0;       // num_attention_heads      (0.5B: 14)
     int n_kv_heads = 0;    // num_key_value_heads      (0.5B: 2)
-    int head_dim = 0;      // hidden / n_heads         (0.5B: 64)
+    int head_dim = 0;      // head_dim, else hidden / n_heads (0.5B: 64; Qwen3-0.6B: 128)
     int vocab = 0;         // vocab_size               (0.5B: 151936)
     int max_pos = 0;       // max_position_embeddings  (0.5B: 32768)
     float eps = 1e-6f;     // rms_norm_eps
     float rope_theta = 10000.0f;
     bool tie_embeddings = true;
+    bool qwen3 = false;    // model_type "qwen3": q_norm/k_norm, no q/k/v biases
     std::string torch_dtype;
     int bos_id = -1;
     std::vector<int> eos_ids;  // eos_token_id may be a number or a list
@@ -33,24 +34,34 @@ struct TensorInfo {
     size_t offset = 0;  // from the start of the file (header already added)
     size_t nbytes = 0;
     const void* data = nullptr;
+    int file = 0;       // which of Model::files holds it
+};
+
+// One mmapped safetensors file: the whole model, or one shard of it.
+struct MappedFile {
+    std::string path;
+    void* map = nullptr;
+    size_t size = 0;
 };
 
 struct LayerWeights {
     std::vector<float> attn_norm, ffn_norm;  // [hidden]
     Mat wq, wk, wv, wo;                       // [n_heads*hd, hidden] [n_kv*hd, hidden] x2, [hidden, n_heads*hd]
-    std::vector<float> bq, bk, bv;            // [n_heads*hd] [n_kv*hd] [n_kv*hd]
+    std::vector<float> bq, bk, bv;            // [n_heads*hd] [n_kv*hd] [n_kv*hd] (empty in Qwen3)
+    std::vector<float> q_norm, k_norm;        // [hd] each (Qwen3 only; empty in Qwen2)
     Mat w_gate, w_up, w_down;                 // [inter, hidden] x2, [hidden, inter]
 };
 
 struct Model {
     std::string dir;          // the folder
-    std::string weights_path; // its model.safetensors
+    std::string weights_path; // its model.safetensors (or model.safetensors.index.json)
     Config cfg;
-    std::vector<TensorInfo> tensors;  // in file order
+    std::vector<TensorInfo> tensors;  // in file order (shard by shard)
     std::vector<std::string> checks;  // what load_model verified, for `run info`
-    size_t header_len = 0;
-    size_t file_size = 0;
-    void* map = nullptr;  // the mmapped file
+    size_t header_len = 0;    // of the file parse_safetensors read last
+    size_t file_size = 0;     // of the file map points to
+    void* map = nullptr;      // the mmapped file parse_safetensors reads
+    std::vector<MappedFile> files;  // every mapping, unmapped by ~Model
     Mat embed;            // [vocab, hidden]
     Mat lm_head;          // [vocab, hidden] (= embed when tied)
     std::vector<float> final_norm;  // [hidden]
@@ -63,8 +74,9 @@ struct Model {
     ~Model();
 };
 
-// `path` is a model folder or its model.safetensors. Throws LanternError
-// naming the file and the problem when anything is off.
+// `path` is a model folder, its model.safetensors or its
+// model.safetensors.index.json (shards). Throws LanternError naming the
+// file and the problem when anything is off.
 void load_model(Model& m, const std::string& path);
 // Parses config.json alone (also used by the tokenizer-only commands).
 Config parse_config(const std::string& config_path);
@@ -74,5 +86,10 @@ void parse_safetensors(Model& m);
 void quantize_model(Model& m);
 const TensorInfo* find_tensor(const Model& m, const std::string& name);
 size_t parameter_count(const Model& m);
+// Bytes of all weight files together (the model's size on disk).
+size_t weights_bytes(const Model& m);
+// "Qwen2.5-7B" / "Qwen3-0.6B" when the shape is one of the published ones,
+// else "Qwen2" / "Qwen3" with "(unknown size)".
+std::string model_family(const Config& c);
 // Resolve a folder or file argument to the folder.
 std::string model_dir(const std::string& path);

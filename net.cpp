@@ -1,4 +1,4 @@
-// net.cpp — the Qwen2 forward pass.
+// net.cpp — the Qwen2 forward pass (and Qwen3 dense: two guarded lines).
 //
 // One call runs T tokens at positions pos..pos+T-1 through every layer:
 //
@@ -6,6 +6,7 @@
 //   for each layer:
 //     h = rmsnorm(x)                                    [T, hidden]
 //     q, k, v = h Wq + bq, h Wk + bk, h Wv + bv         [T, q_dim] [T, kv_dim] x2
+//     (Qwen3: biases are zero; each head of q and k is RMS-normed)
 //     rotate q and k by their positions (RoPE)
 //     append k, v to the KV cache
 //     a = causal attention of q over the cached keys    [T, q_dim]
@@ -105,7 +106,7 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
 
     // Threads over (head, token) pairs: each output row belongs to one
     // thread, so the result does not depend on the thread count. One head
-    // for one query is attention_head (kernels.h), or its SIMD twin.
+    // for one query is attention_head (kernels.h).
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
@@ -114,8 +115,7 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
             int kvh = h / group, n = pos + t + 1 - first;
             float* out = &net.att[(size_t)(row0 + t) * q_dim + h * hd];
             const uint8_t *keys = K + (size_t)kvh * hd * elt, *values = V + (size_t)kvh * hd * elt;
-            if (g_kernels.set == KernelSet::Plain) attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
-            else attention_head_fast(out, s, q, keys, values, stride, kv_type, n, hd, g_kernels.set == KernelSet::Fast);
+            attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
         }
     }
@@ -136,6 +136,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
+    if (g_device == Device::CUDA && c.qwen3) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
     if (g_device == Device::CUDA) {  // same pass on the GPU; the probes time the call as a whole
         PROBE_FORWARD_BEGIN(tokens, T, pos);
         const float* logits = forward_cuda(net, tokens, T, pos, all_logits);
@@ -227,6 +228,15 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         WATCH_TENSOR("attn.q", l, pos, net.q.data(), T, q_dim);
         WATCH_TENSOR("attn.k", l, pos, net.k.data(), T, kv_dim);
         WATCH_TENSOR("attn.v", l, pos, net.v.data(), T, kv_dim);
+        // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
+        // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
+        // growing with the size of the projections.
+        if (c.qwen3) {
+            for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(&net.q[i * hd], &net.q[i * hd], L.q_norm.data(), hd, c.eps);
+            for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(&net.k[i * hd], &net.k[i * hd], L.k_norm.data(), hd, c.eps);
+            WATCH_TENSOR("attn.q_norm", l, pos, net.q.data(), T, q_dim);
+            WATCH_TENSOR("attn.k_norm", l, pos, net.k.data(), T, kv_dim);
+        }
         for (int t = 0; t < T; t++) {
             const BatchSeq& s = seqs[row_seq[t]];
             int p = row_pos[t];

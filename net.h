@@ -8,7 +8,7 @@
 // Keys and values of every past position, so a new token attends to the
 // prompt without recomputing it. Layout: [n_layers, n_ctx, n_kv_heads*head_dim].
 // Stored as f32, or as f16/bf16 (--kv-type): half the memory, rounded once
-// when written and widened when read (kernels.h: vec_dot, vec_axpy).
+// when written and widened when read (kernels.h: attention_head).
 struct KVCache {
     int n_ctx = 0;
     int kv_dim = 0;  // n_kv_heads * head_dim

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
+#include "json_read.h"
 #include "run.h"
 #include "sampler.h"
 #include "tokenizer.h"
@@ -485,19 +486,19 @@ static void parse_flags(int argc, char** argv, GenOptions& o) {
 // temperature says.
 static void apply_generation_config(SamplerParams& s, const std::string& dir) {
     std::string path = dir + "/generation_config.json";
-    std::ifstream f(path);
+    std::ifstream f(path, std::ios::binary);
     if (!f) fail("--gen-config: %s not found", path.c_str());
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-        fail("%s: %s", path.c_str(), e.what());
-    }
-    if (j.contains("temperature")) s.temperature = j["temperature"].get<float>();
-    if (j.contains("top_p")) s.top_p = j["top_p"].get<float>();
-    if (j.contains("top_k")) s.top_k = j["top_k"].get<int>();
-    if (j.contains("repetition_penalty")) s.repeat_penalty = j["repetition_penalty"].get<float>();
-    if (j.contains("do_sample") && !j["do_sample"].get<bool>()) s.temperature = 0;
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // The same ranges as the flags that set these values (json_read.h).
+    nlohmann::json j = json_parse(text, path);
+    if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
+    s.temperature = (float)json_number(j, "temperature", s.temperature, 0, 1e6, path);
+    s.top_p = (float)json_number(j, "top_p", s.top_p, 0, 1, path);
+    if (s.top_p <= 0) fail("%s: \"top_p\" must be in (0, 1], not 0", path.c_str());
+    s.top_k = (int)json_int(j, "top_k", s.top_k, -(1 << 30), 1 << 30, path);
+    s.repeat_penalty = (float)json_number(j, "repetition_penalty", s.repeat_penalty, 0, 100, path);
+    if (s.repeat_penalty <= 0) fail("%s: \"repetition_penalty\" must be greater than 0", path.c_str());
+    if (!json_bool(j, "do_sample", true, path)) s.temperature = 0;
     LOGI(CAT_SAMPLER, "%s: temperature %g, top-k %d, top-p %g, repeat penalty %g", path.c_str(), s.temperature,
          s.top_k, s.top_p, s.repeat_penalty);
 }

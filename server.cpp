@@ -32,12 +32,15 @@
 #include <random>
 #include <thread>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <poll.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include "kernels_cuda.h"
 #include "logging.h"
 #include "run.h"
 #include "scheduler.h"
+#include "server_request.h"
 #include "trace_report.h"
 
 using json = nlohmann::ordered_json;  // keys stay in the order written, as in the API docs
@@ -70,7 +73,6 @@ struct ServeOptions {
     TraceOptions trace;
 };
 const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
-const int DEFAULT_MAX_TOKENS = 256;     // like the command line's -n
 
 
 // Invalid UTF-8 can reach a JSON string only through an error message that
@@ -82,11 +84,7 @@ static std::string dump(const json& j) { return j.dump(-1, ' ', false, json::err
 // Errors, the OpenAI way: a 4xx or 5xx status and
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}}
 // Parsing a request throws ApiError; the handler turns it into the answer.
-struct ApiError {
-    int status;
-    std::string message, param, code;
-};
-
+// (ApiError is in server_request.h.)
 [[noreturn]] static void bad_request(const std::string& param, const std::string& code, const std::string& message) {
     throw ApiError{400, message, param, code};
 }
@@ -144,144 +142,18 @@ struct Engine {
     std::atomic<int> next_id{0};
 };
 
-// ---------------------------------------------------------------------------
-// Reading the request body. Each field is checked for type and range; a
-// field that is absent or null takes its default.
-static bool present(const json& b, const char* k) { return b.contains(k) && !b[k].is_null(); }
-
-static double number_field(const json& b, const char* k, double def, double lo, double hi, bool lo_open = false) {
-    if (!present(b, k)) return def;
-    if (!b[k].is_number()) bad_request(k, "invalid_type", strprintf("'%s' must be a number", k));
-    double v = b[k].get<double>();
-    if (v < lo || v > hi || (lo_open && v == lo))
-        bad_request(k, "invalid_value", strprintf("'%s' must be in %s%g, %g], not %g", k, lo_open ? "(" : "[", lo, hi, v));
-    return v;
-}
-
-static long long int_field(const json& b, const char* k, long long def, long long lo, long long hi) {
-    if (!present(b, k)) return def;
-    const json& v = b[k];
-    if (!v.is_number_integer()) bad_request(k, "invalid_type", strprintf("'%s' must be an integer", k));
-    // Non-negative numbers come as unsigned: the first test keeps one past
-    // LLONG_MAX from wrapping around in get<long long>().
-    bool in_range = !(v.is_number_unsigned() && v.get<unsigned long long>() > (unsigned long long)hi) &&
-                    v.get<long long>() >= lo && v.get<long long>() <= hi;
-    if (!in_range) bad_request(k, "invalid_value", strprintf("'%s' must be an integer in [%lld, %lld]", k, lo, hi));
-    return v.get<long long>();
-}
-
-// A message's content: a string, or the newer list of parts, of which only
-// {"type": "text", "text": "..."} parts mean anything to a text model.
-static std::string message_content(const json& m, size_t i) {
-    std::string param = strprintf("messages[%zu].content", i);
-    if (!m.contains("content") || !(m["content"].is_string() || m["content"].is_array()))
-        bad_request(param, "invalid_type", "'" + param + "' must be a string or a list of text parts");
-    if (m["content"].is_string()) return m["content"].get<std::string>();
-    std::string text;
-    for (const json& part : m["content"]) {
-        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
-            !part["text"].is_string())
-            bad_request(param, "invalid_type", "'" + param + "' parts must be {\"type\": \"text\", \"text\": \"...\"}");
-        text += part["text"].get<std::string>();
-    }
-    return text;
-}
-
-// /v1/chat/completions: the messages through the same chat template as
-// `./run "prompt"` (Qwen's default system message when none is given).
-static std::string chat_prompt(const json& b) {
-    if (!present(b, "messages")) bad_request("messages", "missing_required_parameter", "'messages' is required");
-    const json& ms = b["messages"];
-    if (!ms.is_array()) bad_request("messages", "invalid_type", "'messages' must be a list of messages");
-    if (ms.empty()) bad_request("messages", "empty_array", "'messages' must hold at least one message");
-    std::vector<ChatMessage> msgs;
-    for (size_t i = 0; i < ms.size(); i++) {
-        std::string param = strprintf("messages[%zu]", i);
-        if (!ms[i].is_object()) bad_request(param, "invalid_type", "'" + param + "' must be an object");
-        if (!ms[i].contains("role") || !ms[i]["role"].is_string())
-            bad_request(param + ".role", "invalid_type", "'" + param + ".role' must be a string");
-        std::string role = ms[i]["role"].get<std::string>();
-        if (role != "system" && role != "user" && role != "assistant")
-            bad_request(param + ".role", "invalid_value",
-                        "'" + param + ".role' is \"" + role + "\"; it must be system, user or assistant");
-        msgs.push_back({role, message_content(ms[i], i)});
-    }
-    return apply_chat_template(msgs, true);
-}
-
-// /v1/completions: the prompt goes to the model as written (like --raw).
-static std::string completion_prompt(const json& b) {
-    if (!present(b, "prompt")) bad_request("prompt", "missing_required_parameter", "'prompt' is required");
-    const json& p = b["prompt"];
-    if (p.is_array() && p.size() == 1 && p[0].is_string()) return p[0].get<std::string>();
-    if (!p.is_string()) bad_request("prompt", "invalid_type", "'prompt' must be a string");
-    return p.get<std::string>();
-}
-
-// The sampling fields map one to one onto the command line's flags, so the
-// same settings and seed give the same text. Defaults are the OpenAI API's:
-// temperature 1, top_p 1, no top-k, a fresh random seed per request.
-static void read_generation_fields(const json& b, Job& job) {
-    SamplerParams& s = job.gen.sampling;
-    s.temperature = (float)number_field(b, "temperature", 1.0, 0, 2);
-    s.top_p = (float)number_field(b, "top_p", 1.0, 0, 1, true);
-    s.top_k = (int)int_field(b, "top_k", 0, 0, 1 << 30);  // not OpenAI's; llama.cpp's and the CLI's
-    s.frequency_penalty = (float)number_field(b, "frequency_penalty", 0, -2, 2);
-    s.presence_penalty = (float)number_field(b, "presence_penalty", 0, -2, 2);
-    s.seed = present(b, "seed") ? (uint32_t)int_field(b, "seed", 0, 0, 4294967295LL) : std::random_device()();
-    const char* max_name = present(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    job.gen.n_predict = (int)int_field(b, max_name, DEFAULT_MAX_TOKENS, 1, 1 << 30);
-    if (present(b, "n") && int_field(b, "n", 1, 1, 1 << 30) != 1)
-        bad_request("n", "invalid_value", "'n' must be 1: one answer per request");
-    if (present(b, "stop")) {
-        const json& st = b["stop"];
-        std::vector<json> list = st.is_array() ? std::vector<json>(st.begin(), st.end()) : std::vector<json>{st};
-        if (list.size() > 4) bad_request("stop", "invalid_value", "'stop' holds at most 4 strings");
-        for (const json& x : list) {
-            if (!x.is_string() || x.get<std::string>().empty())
-                bad_request("stop", "invalid_type", "'stop' must be a non-empty string or a list of them");
-            job.gen.stop_strings.push_back(x.get<std::string>());
-        }
-    }
-    // logprobs: chat says {"logprobs": true, "top_logprobs": N}; the older
-    // completions endpoint says {"logprobs": N}. At most 5 alternatives:
-    // the sampler keeps a top-5 (sampler.h: SampleInfo).
-    if (present(b, "logprobs")) {
-        if (job.chat) {
-            if (!b["logprobs"].is_boolean()) bad_request("logprobs", "invalid_type", "'logprobs' must be true or false");
-            if (b["logprobs"].get<bool>()) job.top_logprobs = (int)int_field(b, "top_logprobs", 0, 0, SampleInfo::TOP);
-        } else job.top_logprobs = (int)int_field(b, "logprobs", 0, 0, SampleInfo::TOP);
-    }
-    if (job.chat && present(b, "top_logprobs") && job.top_logprobs < 0)
-        bad_request("top_logprobs", "invalid_value", "'top_logprobs' needs \"logprobs\": true");
-    if (present(b, "stream") && !b["stream"].is_boolean()) bad_request("stream", "invalid_type", "'stream' must be true or false");
-    job.stream = present(b, "stream") && b["stream"].get<bool>();
-    if (present(b, "stream_options")) {
-        const json& so = b["stream_options"];
-        if (!so.is_object() || (present(so, "include_usage") && !so["include_usage"].is_boolean()))
-            bad_request("stream_options", "invalid_type", "'stream_options' must be {\"include_usage\": true|false}");
-        job.include_usage = present(so, "include_usage") && so["include_usage"].get<bool>();
-    }
-}
-
 // Everything that can be wrong with a request is found here, before it
-// waits in the queue and before a stream's "200 OK" goes out.
+// waits in the queue and before a stream's "200 OK" goes out: the body by
+// server_request.cpp, then the prompt's length in tokens.
 static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& body, bool chat) {
-    json b;
-    try {
-        b = json::parse(body);
-    } catch (const json::exception& ex) {
-        bad_request("", "invalid_json", std::string("the body is not valid JSON: ") + ex.what());
-    }
-    if (!b.is_object()) bad_request("", "invalid_json", "the body must be a JSON object");
+    GenerationRequest r = parse_generation_request(body, chat, std::random_device()());
     auto job = std::make_shared<Job>();
-    job->chat = chat;
-    try {
-        job->prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
-        read_generation_fields(b, *job);
-    } catch (const json::exception& ex) {  // a type the checks above missed
-        bad_request("", "invalid_type", ex.what());
-    }
+    job->chat = r.chat;
+    job->stream = r.stream;
+    job->include_usage = r.include_usage;
+    job->prompt_text = std::move(r.prompt_text);
+    job->gen = std::move(r.gen);
+    job->top_logprobs = r.top_logprobs;
     const char* where = chat ? "messages" : "prompt";
     try {
         job->prompt = tokenizer_encode(e.tok, job->prompt_text);
@@ -297,9 +169,11 @@ static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& bo
 }
 
 // ---------------------------------------------------------------------------
-// The queue and the model thread: the scheduler does the work; these are its
-// callbacks, which talk to the handler thread through the Job.
+// The queue and the model thread.
 
+// The scheduler does the work; these are its callbacks, which talk to the
+// handler thread through the Job. Returns "" or the scheduler's reason for
+// refusing (scheduler_submit).
 static void finish_job(Job& job, GenerateResult r, const std::string& error, int status) {
     std::lock_guard<std::mutex> lk(job.mu);
     job.result = std::move(r);
@@ -309,7 +183,6 @@ static void finish_job(Job& job, GenerateResult r, const std::string& error, int
     job.cv.notify_all();
 }
 
-// Returns "" or the scheduler's reason for refusing (scheduler_submit).
 static std::string submit(Engine& e, const std::shared_ptr<Job>& job) {
     auto r = std::make_shared<SchedRequest>();
     r->id = job->id;
@@ -331,12 +204,12 @@ static std::string submit(Engine& e, const std::shared_ptr<Job>& job) {
         };
     r->cancelled = [job] { return job->cancelled.load(); };
     // --report and --trace-json cover one request at a time (--parallel 1):
-    // it starts when the request joins and is written when it ends.
+    // the trace starts when the request joins and is written when it ends.
     auto traced = std::make_shared<bool>(false);
     if (tracing) {
         r->on_start = [&e, job, traced] {
-            *traced = true;
-            trace_start(e.opt.trace, strprintf("%s (request %d)", job->chat ? "POST /v1/chat/completions" : "POST /v1/completions", job->id));
+            *traced = trace_start(e.opt.trace, strprintf("%s (request %d)", job->chat ? "POST /v1/chat/completions" : "POST /v1/completions", job->id));
+            if (!*traced) return;
             trace_set_model(e.model, e.tok);
             trace_set_prompt(job->prompt_text, job->gen.sampling);
         };
@@ -352,6 +225,247 @@ static std::string submit(Engine& e, const std::shared_ptr<Job>& job) {
         finish_job(*job, std::move(res), error, status);
     };
     return scheduler_submit(e.sched, r);
+}
+
+// ---------------------------------------------------------------------------
+// Connections. cpp-httplib times each read (5 s), not the request: a client
+// that sends one header line every 2 s holds its thread for ever, nobody
+// counts headers, and with a fixed pool of threads twenty such clients keep
+// /health from ever being read. So each connection runs through
+// HardenedServer's loop below instead of httplib's: the same request parsing
+// and routing (httplib's process_request), over a Stream that enforces
+//   - a deadline for the whole request head, and another for the body
+//     (408 when missed), whatever the pace of the single reads;
+//   - at most MAX_HEAD_BYTES of request line and headers (431 past them);
+// and every connection gets its own thread, up to MAX_CONNECTIONS open at
+// once (past that: 503 and close), separate from the generation queue.
+// The limit that remains: a client holding MAX_CONNECTIONS connections
+// makes /health wait, for at most HEAD_DEADLINE_S per connection it holds
+// without sending a request (tests/check_hostile_server.sh shows both).
+const int MAX_CONNECTIONS = 128;
+const int HEAD_DEADLINE_S = 10;        // request line + headers
+const int BODY_DEADLINE_S = 60;        // the body, after the head
+const int WRITE_TIMEOUT_S = 10;        // one write to a client that does not read
+const int KEEP_ALIVE_S = 5, KEEP_ALIVE_MAX = 100;
+const size_t MAX_HEAD_BYTES = 32 << 10;
+const size_t MAX_HEADERS = 100;
+
+// This connection, for the handlers that run on its thread.
+struct Connection {
+    int sock = -1;
+    std::chrono::steady_clock::time_point deadline;  // for every read
+    bool in_head = true;  // until the pre-routing handler sees the headers
+    size_t head_bytes = 0;
+    int refused = 0;      // 408 or 431: why reading the request failed
+    bool close = false;   // no further request on this connection
+};
+static thread_local Connection* t_conn = nullptr;
+
+// Waits until `sock` is readable (POLLIN) or writable (POLLOUT), at most
+// until `until`. False on timeout or error.
+static bool wait_socket(int sock, short events, std::chrono::steady_clock::time_point until) {
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+        if (left <= 0) return false;
+        pollfd p{sock, events, 0};
+        int r = poll(&p, 1, (int)std::min<long long>(left, 1000));
+        if (r > 0) return true;
+        if (r < 0 && errno != EINTR) return false;
+    }
+}
+
+// True when the client has closed its end (or the socket failed). Bytes
+// waiting to be read mean it is still there.
+static bool client_gone(int sock) {
+    pollfd p{sock, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return false;
+    char c;
+    ssize_t n = recv(sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static void socket_address(int sock, bool peer, std::string& ip, int& port) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    ip.clear();
+    port = 0;
+    if ((peer ? getpeername(sock, (sockaddr*)&a, &len) : getsockname(sock, (sockaddr*)&a, &len)) != 0) return;
+    char buf[INET6_ADDRSTRLEN] = "";
+    if (a.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((sockaddr_in*)&a)->sin_addr, buf, sizeof buf);
+        port = ntohs(((sockaddr_in*)&a)->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((sockaddr_in6*)&a)->sin6_addr, buf, sizeof buf);
+        port = ntohs(((sockaddr_in6*)&a)->sin6_port);
+    }
+    ip = buf;
+}
+
+// httplib reads the head one byte at a time, so reads come from a buffer.
+class DeadlineStream : public httplib::Stream {
+public:
+    explicit DeadlineStream(Connection& c) : c_(c) {}
+    bool buffered() const { return at_ < len_; }
+    bool is_readable() const override { return buffered() || wait_socket(c_.sock, POLLIN, c_.deadline); }
+    bool is_writable() const override {
+        return wait_socket(c_.sock, POLLOUT, std::chrono::steady_clock::now() + std::chrono::seconds(WRITE_TIMEOUT_S)) &&
+               !client_gone(c_.sock);
+    }
+    ssize_t read(char* ptr, size_t size) override {
+        if (!buffered()) {
+            if (!wait_socket(c_.sock, POLLIN, c_.deadline)) {
+                c_.refused = 408;
+                return -1;
+            }
+            ssize_t n = recv(c_.sock, buf_, sizeof buf_, 0);
+            if (n <= 0) return -1;
+            at_ = 0;
+            len_ = (size_t)n;
+        }
+        size_t n = std::min(size, len_ - at_);
+        if (c_.in_head && (c_.head_bytes += n) > MAX_HEAD_BYTES) {
+            c_.refused = 431;
+            return -1;
+        }
+        memcpy(ptr, buf_ + at_, n);
+        at_ += n;
+        return (ssize_t)n;
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(WRITE_TIMEOUT_S);
+        size_t done = 0;
+        while (done < size) {
+            if (!wait_socket(c_.sock, POLLOUT, until)) return -1;
+            ssize_t n = send(c_.sock, ptr + done, size - done, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return -1;
+            done += (size_t)n;
+        }
+        return (ssize_t)size;
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { socket_address(c_.sock, true, ip, port); }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { socket_address(c_.sock, false, ip, port); }
+    socket_t socket() const override { return c_.sock; }
+
+private:
+    Connection& c_;
+    char buf_[4096];
+    size_t at_ = 0, len_ = 0;
+};
+
+// One thread per connection, so that no connection waits for another's
+// thread; the count is the connection limit, kept here on the accepting
+// thread so that connections are counted in the order they came, and lets
+// shutdown wait for the last one. A connection past the limit is answered
+// 503 right here (t_refuse), which takes no time.
+static thread_local bool t_refuse = false;
+
+struct ConnectionThreads : httplib::TaskQueue {
+    std::mutex mu;
+    std::condition_variable cv;
+    int running = 0;
+    void enqueue(std::function<void()> fn) override {
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            if (running >= MAX_CONNECTIONS) {
+                t_refuse = true;
+                fn();
+                t_refuse = false;
+                return;
+            }
+            running++;
+        }
+        std::thread([this, fn] {
+            fn();
+            std::lock_guard<std::mutex> lk(mu);
+            running--;
+            cv.notify_all();
+        }).detach();
+    }
+    void shutdown() override {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] { return running == 0; });
+    }
+};
+
+class HardenedServer : public httplib::Server {
+public:
+    // httplib listens with a backlog of 5 connections not yet accepted; a
+    // burst of clients overflows it and each extra one waits a second for
+    // its SYN to be sent again. Calling listen() again raises it.
+    void raise_backlog() { ::listen(svr_sock_, MAX_CONNECTIONS); }
+
+private:
+    bool process_and_close_socket(socket_t sock) override {
+        Connection c;
+        c.sock = sock;
+        t_conn = &c;
+        if (t_refuse) {
+            std::string body = "{\"error\": {\"message\": \"too many open connections; try again later\", \"type\": "
+                               "\"server_error\", \"param\": null, \"code\": \"too_many_connections\"}}";
+            std::string busy = strprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                         "Connection: close\r\nContent-Length: %zu\r\n\r\n", body.size()) + body;
+            (void)!send(sock, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+            DeadlineStream strm(c);
+            for (int n = 0; n < KEEP_ALIVE_MAX && is_running(); n++) {
+                // Between requests: wait for the next one's first byte.
+                bool next = strm.buffered();
+                auto idle_until = std::chrono::steady_clock::now() + std::chrono::seconds(KEEP_ALIVE_S);
+                while (!next && is_running() && std::chrono::steady_clock::now() < idle_until)
+                    next = wait_socket(sock, POLLIN, std::min(idle_until, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)));
+                if (!next || !is_running()) break;
+                c.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(HEAD_DEADLINE_S);
+                c.in_head = true;
+                c.head_bytes = 0;
+                c.refused = 0;
+                bool closed = false;
+                bool ok = process_request(strm, n + 1 == KEEP_ALIVE_MAX, closed, nullptr);
+                if (!ok || closed || c.close || c.refused) break;
+            }
+        }
+        t_conn = nullptr;
+        // A request refused before its body was read may still be sending
+        // it; closing now would reset the connection and lose the answer.
+        // So stop writing, and read (and drop) what comes for a moment.
+        shutdown(sock, SHUT_WR);
+        if (c.close) {
+            char drop[4096];
+            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+            size_t dropped = 0;
+            while (dropped < (4u << 20) && wait_socket(sock, POLLIN, until)) {
+                ssize_t n = recv(sock, drop, sizeof drop, 0);
+                if (n <= 0) break;
+                dropped += (size_t)n;
+            }
+        }
+        close(sock);
+        return true;
+    }
+};
+
+// The head is in: the body gets its own deadline, and what is wrong with
+// the head itself is answered now, before the body is read.
+static httplib::Server::HandlerResponse check_head(const httplib::Request& req, httplib::Response& res) {
+    if (!t_conn) return httplib::Server::HandlerResponse::Unhandled;
+    t_conn->in_head = false;
+    t_conn->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(BODY_DEADLINE_S);
+    ApiError err{0, "", "", ""};
+    size_t lengths = req.get_header_value_count("Content-Length");
+    std::string length = req.get_header_value("Content-Length");
+    if (req.headers.size() > MAX_HEADERS)
+        err = {431, strprintf("the request has %zu headers; at most %zu are allowed", req.headers.size(), MAX_HEADERS), "", "headers_too_large"};
+    else if (lengths > 1)
+        err = {400, "the request has more than one Content-Length header", "", "bad_request"};
+    else if (lengths == 1 && (length.empty() || length.size() > 18 || length.find_first_not_of("0123456789") != std::string::npos))
+        err = {400, "Content-Length \"" + length.substr(0, 30) + "\" is not a number of bytes", "", "bad_request"};
+    else if (lengths == 1 && std::stoull(length) > MAX_BODY_BYTES)
+        err = {413, strprintf("the request body is over %zu bytes", MAX_BODY_BYTES), "", "request_too_large"};
+    if (!err.status) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, err);
+    res.set_header("Connection", "close");
+    t_conn->close = true;
+    return httplib::Server::HandlerResponse::Handled;
 }
 
 // ---------------------------------------------------------------------------
@@ -371,14 +485,14 @@ static json envelope(const Engine& e, const Job& job, const char* object) {
             {"object", object}, {"created", job.created}, {"model", e.model_id}};
 }
 
-// OpenAI's logprobs object for the tokens [from, to) of a job (chat form,
-// used by both endpoints): each token's text, log-probability and bytes,
+// OpenAI's logprobs object for the tokens [from, to) of a job (the chat
+// form, for both endpoints): each token's text, log-probability and bytes,
 // and its top alternatives.
 static json logprobs_json(const Engine& e, const Job& job, size_t from, size_t to) {
     auto entry = [&](int id, float prob) {
         std::string b = token_bytes(e.tok, id);
         return json{{"token", utf8_sanitize(b)}, {"logprob", std::log(std::max(prob, 1e-30f))},
-                    {"bytes", std::vector<int>(b.begin(), b.end())}};
+                    {"bytes", std::vector<unsigned char>(b.begin(), b.end())}};
     };
     json content = json::array();
     for (size_t i = from; i < to && i < job.tokens.size(); i++) {
@@ -446,7 +560,12 @@ static void stream_answer(Engine& e, const std::shared_ptr<Job>& job, httplib::R
             json logprobs;  // the tokens sampled since the last piece
             {
                 std::unique_lock<std::mutex> lk(job->mu);
-                job->cv.wait(lk, [&] { return !job->unsent.empty() || job->done; });
+                while (!job->cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return !job->unsent.empty() || job->done; }))
+                    if (t_conn && client_gone(t_conn->sock)) break;  // gone while waiting in the queue
+                if (job->unsent.empty() && !job->done) {
+                    ok = false;
+                    break;
+                }
                 piece.swap(job->unsent);
                 done = job->done;
                 if (job->top_logprobs >= 0 && !piece.empty()) {
@@ -506,8 +625,18 @@ static void handle_generate(Engine& e, const std::string& body, httplib::Respons
         return send_error(res, {503, strprintf("the server is busy: %d requests are already waiting; try again later",
                                             e.opt.queue_limit), "", "queue_full"});
     if (job->stream) return stream_answer(e, job, res);
+    // While the job waits and runs, look every 100 ms whether the client is
+    // still there: one that has gone gets no answer, so its job is cancelled
+    // (the model thread stops at the next piece of text, or skips it).
     std::unique_lock<std::mutex> lk(job->mu);
-    job->cv.wait(lk, [&] { return job->done; });
+    while (!job->cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return job->done; })) {
+        if (t_conn && client_gone(t_conn->sock)) {
+            job->cancelled = true;
+            t_conn->close = true;
+            t_note.tokens = " | the client went away";
+            return;
+        }
+    }
     if (!job->error.empty()) return send_error(res, {job->error_status, job->error, "", ""});
     res.set_content(dump(answer_json(e, *job)), "application/json");
     note_tokens(*job, finish_name(job->result.finish));
@@ -517,9 +646,23 @@ static void handle_generate(Engine& e, const std::string& body, httplib::Respons
 // JSON shape as ours; answers that already have a body keep it.
 static httplib::Server::HandlerResponse error_page(const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (t_conn && t_conn->refused) {  // DeadlineStream stopped reading the request
+        res.status = t_conn->refused;
+        t_conn->close = true;
+    }
+    // httplib refuses a head line over CPPHTTPLIB_HEADER_MAX_LENGTH (8 KB) as
+    // malformed (400); it is a head too large, 431.
+    if (t_conn && t_conn->in_head && res.status == 400 && t_conn->head_bytes > CPPHTTPLIB_HEADER_MAX_LENGTH) {
+        res.status = 431;
+        t_conn->close = true;
+    }
     if (res.status == 404) send_error(res, {404, "no such endpoint: " + req.method + " " + req.path, "", "not_found"});
     else if (res.status == 413)
         send_error(res, {413, strprintf("the request body is over %zu bytes", MAX_BODY_BYTES), "", "request_too_large"});
+    else if (res.status == 431)
+        send_error(res, {431, strprintf("the request line and headers are over %zu bytes", MAX_HEAD_BYTES), "", "headers_too_large"});
+    else if (res.status == 408)
+        send_error(res, {408, strprintf("the request did not arrive in time (head: %d s, body: %d s)", HEAD_DEADLINE_S, BODY_DEADLINE_S), "", "request_timeout"});
     else send_error(res, {res.status, strprintf("HTTP %d", res.status), "", ""});
     return httplib::Server::HandlerResponse::Handled;
 }
@@ -538,10 +681,10 @@ static void log_request(const httplib::Request& req, const httplib::Response& re
 static void route(httplib::Server& svr, Engine& e) {
     using httplib::Request;
     using httplib::Response;
-    svr.set_pre_routing_handler([](const Request&, Response&) {
+    svr.set_pre_routing_handler([](const Request& req, Response& res) {
         t_note = RequestNote();
         t_note.t0 = std::chrono::steady_clock::now();
-        return httplib::Server::HandlerResponse::Unhandled;
+        return check_head(req, res);
     });
     // The body is read as JSON whatever Content-Type says (curl -d says
     // form-urlencoded). Taking it through a ContentReader keeps httplib from
@@ -610,10 +753,7 @@ static void route(httplib::Server& svr, Engine& e) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
-    // Enough handler threads for every waiting request, the running one and
-    // a few more, so /health and the 503s still answer when the queue is full.
-    int threads = e.opt.queue_limit + e.opt.parallel + 4;
-    svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    svr.new_task_queue = [] { return new ConnectionThreads(); };
 }
 
 // ---------------------------------------------------------------------------
@@ -692,17 +832,18 @@ int cmd_serve(int argc, char** argv) {
     if ((!o.trace.report_path.empty() || !o.trace.json_path.empty()) && o.parallel != 1)
         fail("serve: --report and --trace-json follow one request at a time; add --parallel 1");
     e.n_ctx = o.ctx ? o.ctx : std::min(4096, e.model.cfg.max_pos);
-    net_init(e.net, e.model, 1);  // scratch only: the sequences' caches are the scheduler's pages
     if (e.n_ctx > e.model.cfg.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", e.n_ctx, e.model.cfg.max_pos);
+    net_init(e.net, e.model, 1);  // scratch only: the sequences' caches are the scheduler's pages
     scheduler_init(e.sched, e.net, e.tok, o.parallel, o.batch_tokens, o.queue_limit, e.n_ctx, o.kv_tokens, DType::F32);
     e.stop_ids = stop_token_ids(e.tok, e.model.cfg);
     e.model_id = e.model.dir;
     e.started = (long)time(nullptr);
 
-    httplib::Server svr;
+    HardenedServer svr;
     route(svr, e);
     int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
     if (port < 0) fail("serve: cannot listen on %s:%d (in use, or not an address of this machine)", o.host.c_str(), o.port);
+    svr.raise_backlog();
     std::thread http([&svr] { svr.listen_after_bind(); });
     std::thread waiter([&e, stop_signals] {
         int sig = 0;

@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <sys/stat.h>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include "common.h"
+#include "json_read.h"
 #include "logging.h"
 #include "tokenizer.h"
 
@@ -151,8 +153,9 @@ static unsigned scan_hex4(JsonScan& s) {
     unsigned v = 0;
     for (int k = 0; k < 4; k++, s.p++) {
         char c = *s.p;
-        v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99);
-        if (v >= 0x10000) scan_fail(s, "bad \\u escape");
+        int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (digit < 0) scan_fail(s, "bad \\u escape (not four hex digits)");
+        v = v * 16 + digit;
     }
     return v;
 }
@@ -206,17 +209,20 @@ static bool more(JsonScan& s, char close) {
     if (c == close) { s.p++; return false; }
     scan_fail(s, "expected ',' or closing bracket");
 }
-static void skip_value(JsonScan& s) {
+// Recursive, so the depth is limited as json_read.h's rule says: a file of
+// 100,000 nested '[' would otherwise overflow the stack.
+static void skip_value(JsonScan& s, int depth = 1) {
     std::string ignored;
     char c = peek(s);
     if (c == '"') scan_string(s, ignored);
     else if (c == '{' || c == '[') {
+        if (depth > JSON_MAX_DEPTH) scan_fail(s, strprintf("JSON nested deeper than %d levels", JSON_MAX_DEPTH).c_str());
         char close = c == '{' ? '}' : ']';
         s.p++;
         if (peek(s) == close) { s.p++; return; }
         do {
             if (close == '}') { scan_string(s, ignored); expect(s, ':'); }
-            skip_value(s);
+            skip_value(s, depth + 1);
         } while (more(s, close));
     } else {
         const char* start = s.p;
@@ -294,7 +300,12 @@ static std::string scan_tokenizer_json(const std::string& text, const std::strin
     return rest;
 }
 
+// False when `path` is missing or unreadable. A directory is refused with an
+// error naming it: fopen succeeds on one, and ftell then returns nonsense.
 static bool read_file(const std::string& path, std::string& out) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) fail("%s: is a directory, not a file", path.c_str());
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) return false;
     fseek(f, 0, SEEK_END);
@@ -306,11 +317,13 @@ static bool read_file(const std::string& path, std::string& out) {
     return got == out.size();
 }
 
-static std::string json_str(const json& j, const char* name) {
-    return j.contains(name) && j[name].is_string() ? j[name].get<std::string>() : std::string();
+// Fields of the small sections: absent means empty / the default; present
+// with another type is an error naming the key (json_read.h).
+static std::string field_str(const Tokenizer& tok, const json& j, const char* name) {
+    return json_str(j, name, "", tok.path);
 }
-static bool json_flag(const json& j, const char* name, bool fallback) {
-    return j.contains(name) && j[name].is_boolean() ? j[name].get<bool>() : fallback;
+static bool field_flag(const Tokenizer& tok, const json& j, const char* name, bool fallback) {
+    return json_bool(j, name, fallback, tok.path);
 }
 
 // GPT-2's split regex: what a ByteLevel pre-tokenizer with use_regex=true
@@ -322,20 +335,20 @@ static const char GPT2_SPLIT_REGEX[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{
 // matches is a pre-token), ByteLevel, or a Sequence of them. Anything else is
 // refused rather than silently encoded differently from Hugging Face.
 static void read_pre_tokenizer(Tokenizer& tok, const json& p, bool& byte_level) {
-    std::string type = json_str(p, "type");
+    std::string type = field_str(tok, p, "type");
     if (type == "Sequence") {
         for (const json& step : p.value("pretokenizers", json::array())) read_pre_tokenizer(tok, step, byte_level);
     } else if (type == "ByteLevel") {
         byte_level = true;
-        if (json_flag(p, "add_prefix_space", false)) fail("%s: ByteLevel add_prefix_space=true is not supported", tok.path.c_str());
-        if (json_flag(p, "use_regex", true)) {
+        if (field_flag(tok, p, "add_prefix_space", false)) fail("%s: ByteLevel add_prefix_space=true is not supported", tok.path.c_str());
+        if (field_flag(tok, p, "use_regex", true)) {
             if (!tok.split_regex_source.empty()) fail("%s: two split regexes", tok.path.c_str());
             tok.split_regex_source = GPT2_SPLIT_REGEX;
         }
     } else if (type == "Split") {
-        std::string regex = p.contains("pattern") ? json_str(p["pattern"], "Regex") : "";
+        std::string regex = p.contains("pattern") ? field_str(tok, p["pattern"], "Regex") : "";
         if (regex.empty()) fail("%s: Split needs a \"Regex\" pattern", tok.path.c_str());
-        if (json_str(p, "behavior") != "Isolated" || json_flag(p, "invert", false))
+        if (field_str(tok, p, "behavior") != "Isolated" || field_flag(tok, p, "invert", false))
             fail("%s: only Split behavior Isolated without invert is supported", tok.path.c_str());
         if (!tok.split_regex_source.empty()) fail("%s: two split regexes", tok.path.c_str());
         tok.split_regex_source = regex;
@@ -409,22 +422,30 @@ static void set_token(Tokenizer& tok, int id, std::string piece, bool added) {
 // normalizer, pre-tokenizer, decoder.
 static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::string, int>>& vocab,
                             const std::vector<std::string>& merge_parts) {
-    if (!j.is_object() || !j.contains("model") || json_str(j["model"], "type") != "BPE")
+    if (!j.is_object() || !j.contains("model") || field_str(tok, j["model"], "type") != "BPE")
         fail("%s: model.type is not BPE", tok.path.c_str());
     if (vocab.empty()) fail("%s: model.vocab is missing or empty", tok.path.c_str());
     const json& model = j["model"];
-    if (!json_str(model, "continuing_subword_prefix").empty() || !json_str(model, "end_of_word_suffix").empty())
+    if (!field_str(tok, model, "continuing_subword_prefix").empty() || !field_str(tok, model, "end_of_word_suffix").empty())
         fail("%s: subword prefixes/suffixes are not supported (not a byte-level BPE)", tok.path.c_str());
-    if (model.contains("dropout") && model["dropout"].is_number() && model["dropout"].get<double>() > 0)
+    if (json_number(model, "dropout", 0, 0, 1, tok.path) > 0)
         LOGW(CAT_TOKENIZER, "tokenizer: BPE dropout is a training option; ignored");
-    if (json_flag(model, "ignore_merges", false)) fail("%s: BPE ignore_merges=true is not supported", tok.path.c_str());
+    if (field_flag(tok, model, "ignore_merges", false)) fail("%s: BPE ignore_merges=true is not supported", tok.path.c_str());
 
     // Ids: the vocab and the added tokens together decide the size.
     const json empty = json::array();
     const json& added = j.contains("added_tokens") && j["added_tokens"].is_array() ? j["added_tokens"] : empty;
+    // An added token's id is read through json_read.h: 7.9 or 4e92 is an
+    // error, not 7 or undefined behaviour in a float-to-int conversion.
+    std::vector<int> added_ids;
+    for (size_t i = 0; i < added.size(); i++) {
+        std::string key = strprintf("added_tokens[%zu].id", i);
+        if (!json_has(added[i], "id")) fail("%s: \"%s\" is missing", tok.path.c_str(), key.c_str());
+        added_ids.push_back((int)json_as_int(added[i]["id"], key, 0, (1 << 24) - 1, tok.path));
+    }
     int max_id = -1;
     for (auto& v : vocab) max_id = std::max(max_id, v.second);
-    for (const json& a : added) max_id = std::max(max_id, a.value("id", -1));
+    for (int id : added_ids) max_id = std::max(max_id, id);
     if (max_id >= (1 << 24)) fail("%s: token id %d is implausibly large", tok.path.c_str(), max_id);
     tok.vocab_size = max_id + 1;
     tok.id_to_piece.assign(tok.vocab_size, "");
@@ -432,17 +453,18 @@ static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::
     tok.id_is_added.assign(tok.vocab_size, 0);
     pieces_init(tok.piece_to_id, vocab.size() + added.size());
     for (auto& v : vocab) set_token(tok, v.second, std::move(v.first), false);
-    for (const json& a : added) {
+    for (size_t i = 0; i < added.size(); i++) {
+        const json& a = added[i];
         AddedToken t;
-        t.content = json_str(a, "content");
-        t.id = a.value("id", -1);
-        t.special = json_flag(a, "special", false);
+        t.content = field_str(tok, a, "content");
+        t.id = added_ids[i];
+        t.special = field_flag(tok, a, "special", false);
         if (t.content.empty()) fail("%s: added token %d has no content", tok.path.c_str(), t.id);
         // Options that make an added token swallow the spaces around it, or
         // match only as a whole word: Qwen's tokens use none of them, and
         // ignoring one would give other ids than Hugging Face, so refuse.
         for (const char* option : {"lstrip", "rstrip", "single_word"})
-            if (json_flag(a, option, false)) fail("%s: added token %s: %s=true is not supported", tok.path.c_str(), t.content.c_str(), option);
+            if (field_flag(tok, a, option, false)) fail("%s: added token %s: %s=true is not supported", tok.path.c_str(), t.content.c_str(), option);
         set_token(tok, t.id, t.content, true);
         tok.added.push_back(t);
     }
@@ -483,16 +505,16 @@ static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::
     // Normalizer: NFC or nothing.
     if (j.contains("normalizer") && !j["normalizer"].is_null()) {
         const json& n = j["normalizer"];
-        json steps = json_str(n, "type") == "Sequence" ? n.value("normalizers", json::array()) : json::array({n});
+        json steps = field_str(tok, n, "type") == "Sequence" ? n.value("normalizers", json::array()) : json::array({n});
         for (const json& s : steps) {
-            if (json_str(s, "type") != "NFC") fail("%s: normalizer \"%s\" is not supported (only NFC)", tok.path.c_str(), json_str(s, "type").c_str());
+            if (field_str(tok, s, "type") != "NFC") fail("%s: normalizer \"%s\" is not supported (only NFC)", tok.path.c_str(), field_str(tok, s, "type").c_str());
             tok.nfc = true;
         }
     }
     bool byte_level = false;
     if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) read_pre_tokenizer(tok, j["pre_tokenizer"], byte_level);
     if (!byte_level) fail("%s: no ByteLevel pre-tokenizer (only byte-level BPE is supported)", tok.path.c_str());
-    if (!j.contains("decoder") || json_str(j["decoder"], "type") != "ByteLevel") fail("%s: decoder is not ByteLevel", tok.path.c_str());
+    if (!j.contains("decoder") || field_str(tok, j["decoder"], "type") != "ByteLevel") fail("%s: decoder is not ByteLevel", tok.path.c_str());
     if (!tok.split_regex_source.empty()) compile_split_regex(tok);
 }
 
@@ -501,8 +523,13 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     tok = Tokenizer();
     std::string dir, text;
     tok.path = path;
-    if (read_file(path + "/tokenizer.json", text)) { dir = path; tok.path = path + "/tokenizer.json"; }
-    else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
+    struct stat st;
+    bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (folder) {
+        if (!read_file(path + "/tokenizer.json", text)) fail("%s/tokenizer.json: not found or unreadable (the model folder needs its tokenizer)", path.c_str());
+        dir = path;
+        tok.path = path + "/tokenizer.json";
+    } else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
     else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
 
     std::vector<std::pair<std::string, int>> vocab;
@@ -510,8 +537,7 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     vocab.reserve(text.size() / 40);  // guesses that avoid regrowing: ~75 bytes per vocab entry + merge
     merge_parts.reserve(text.size() / 20);
     std::string rest = scan_tokenizer_json(text, tok.path, vocab, merge_parts);
-    json j = json::parse(rest, nullptr, false);
-    if (j.is_discarded()) fail("%s: not valid JSON", tok.path.c_str());
+    json j = json_parse(rest, tok.path);
     try {
         build_tokenizer(tok, j, vocab, merge_parts);
     } catch (const json::exception& e) {  // a field of the wrong type, e.g. "id": "7"
@@ -520,12 +546,21 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     // tokenizer_config.json: optional; only the eos token and the chat template.
     std::string config_text;
     if (read_file(dir + "/tokenizer_config.json", config_text)) {
-        json c = json::parse(config_text, nullptr, false);
+        // Optional, so a damaged one is a warning; its fields are read by
+        // the same rule as everything else. chat_template may also be a
+        // list of named templates (newer files); only a string is used.
+        std::string where = dir + "/tokenizer_config.json";
+        json c;
+        try {
+            c = json_parse(config_text, where);
+        } catch (const LanternError& e) {
+            LOGW(CAT_TOKENIZER, "tokenizer: %s; ignored", e.what());
+        }
         if (c.is_object()) {
-            if (c.contains("eos_token") && c["eos_token"].is_string()) tok.eos_token = c["eos_token"];
-            if (c.contains("eos_token") && c["eos_token"].is_object()) tok.eos_token = json_str(c["eos_token"], "content");
-            tok.chat_template = json_str(c, "chat_template");
-        } else LOGW(CAT_TOKENIZER, "tokenizer: %s/tokenizer_config.json is not valid JSON; ignored", dir.c_str());
+            const json& eos = c.contains("eos_token") ? c["eos_token"] : json();
+            tok.eos_token = eos.is_object() ? json_str(eos, "content", "", where) : json_str(c, "eos_token", "", where);
+            if (json_has(c, "chat_template") && c["chat_template"].is_string()) tok.chat_template = c["chat_template"];
+        }
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     LOGI(CAT_TOKENIZER, "tokenizer: %s: %d ids (%zu added), %d merges, loaded in %.0f ms", tok.path.c_str(),

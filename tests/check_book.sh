@@ -16,7 +16,9 @@ cat > "$tmp/01-planted.md" <<'MD'
 
 A reference to `kernels.cpp:no_such_kernel`, one to `missing_file.cpp:main`, one by line number
 net.cpp:120, a flag `--book-check-planted-flag`, a subcommand `./run no-such-subcommand`, a target
-`make no-such-target`, a broken [link](no-such-dir/x.md), and a good `net.cpp:forward`.
+`make no-such-target`, a broken [link](no-such-dir/x.md), and a good `net.cpp:forward`;
+after the output block a stale quote, a good quote (with a
+comment and elisions), a block that says nothing, and an illustrative one without a reason.
 
 ```sh try
 ./run info models/tiny > /dev/null
@@ -26,6 +28,27 @@ net.cpp:120, a flag `--book-check-planted-flag`, a subcommand `./run no-such-sub
 ```text output-of: printf 'one\ntwo\n'
 one
 three
+```
+
+```cpp quote-of: net.cpp:attention
+int kvh = h / group, n = pos + t + 1 - first;
+for (int j = 0; j < n; j++)
+    s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
+```
+
+```cpp quote-of: kernels.cpp:matmul_plain
+for (int t = 0; t < T; t++) {      // a comment the source does not have
+    ...
+        double sum = bias ? bias[r] : 0.0;
+        ...
+        yt[r] = (float)sum;
+```
+
+```text
+a block that does not say what it is
+```
+
+```text illustrative:
 ```
 MD
 out=$($PY tools/book_check.py --book-dir "$tmp" 2>&1); rc=$?
@@ -40,13 +63,17 @@ expect=(
   '`./run info models/no-such-model` exited 1 (expected 0)'
   "-three"
   "+two"
-  "9 errors"
+  'quote-of net.cpp:attention: the quoted code is not in net.cpp (stale quote?); first line not found in order: "for (int j = 0; j < n; j++)"'
+  'a block with info string "text": every fenced block says what it is'
+  'an illustrative block must say why'
+  "12 errors"
 )
 ok=1
 [ $rc = 1 ] || { echo "self-test: book_check.py exited $rc on the planted chapter, expected 1"; ok=0; }
 for e in "${expect[@]}"; do
     if ! grep -qF -- "$e" <<<"$out"; then echo "self-test: no message containing: $e"; ok=0; fi
 done
+if grep -q "quote-of kernels.cpp:matmul_plain" <<<"$out"; then echo "self-test: the good quote of kernels.cpp:matmul_plain was reported"; ok=0; fi
 if grep -q "net.cpp:forward" <<<"$out"; then echo "self-test: the good reference net.cpp:forward was reported"; ok=0; fi
 if [ $ok = 0 ]; then echo "--- book_check.py said:"; echo "$out"; exit 1; fi
 echo "self-test ok: every planted mistake reported"

@@ -28,4 +28,13 @@ expect_error "\-\-tokens" ./run fwd models/tiny --tokens 1,x,3
 expect_error "\-\-kernels" ./run fwd models/tiny 1 0 --kernels turbo
 expect_error "context full" ./run fwd models/tiny --tokens 1,2,3 --pos 4094 --ctx 4096
 expect_error "unknown argument" ./run fwd models/tiny 1 0 --bogus
+# A folder without tokenizer.json, and a directory where a file is expected.
+mkdir -p $t/notok $t/dirs/config.json $t/tokdir/tokenizer.json
+cp models/tiny/config.json models/tiny/model.safetensors $t/notok/
+cp models/tiny/config.json models/tiny/model.safetensors $t/tokdir/
+expect_error "notok/tokenizer.json: not found" ./run $t/notok "hi"
+expect_error "notok/tokenizer.json: not found" ./run encode $t/notok "hi"
+expect_error "models/tokenizer.json: not found" ./run decode models 1
+expect_error "tokdir/tokenizer.json: is a directory" ./run $t/tokdir "hi"
+expect_error "config.json: is a directory" ./run info $t/dirs
 [ $fails = 0 ]

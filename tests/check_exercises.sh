@@ -6,13 +6,15 @@
 #     (exit 1): a checker that passes a stub checks nothing;
 #   - the engine's own function in the stub's place (SOLUTION=1) must
 #     build and its checker must say PASS (exit 0): a checker that fails
-#     the real code is wrong.
+#     the real code is wrong;
+#   - a known slip (tests/data/exercise_slips/) must fail with a message
+#     that names it.
 # Builds reuse build/exercise/ between runs; each run takes a few seconds
 # once the engine's files there are compiled.
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p"
+exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0"
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -26,4 +28,21 @@ for ex in $exercises; do
     if [ $rc != 0 ] && grep -q "^NOT YET  $ex" "$log"; then echo "ok    $ex: the untouched stub fails its checker"
     else echo "FAIL  $ex: the stub should build and fail its checker (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
 done
+
+# Known slips (tests/data/exercise_slips/): each checker must fail them and
+# say what the slip is, not only that something differs.
+slips="
+rope   rope_intdiv.cpp          integer division
+top-p  top_p_no_tiebreak.cpp    equal logits are ordered by id
+q8_0   q8_0_rint.cpp            halves away from zero
+"
+while read -r ex file says; do
+    [ -n "$ex" ] || continue
+    log=build/exercise/$ex.slip.${file%.cpp}.log
+    STUB=tests/data/exercise_slips/$file make -s --no-print-directory exercise EX="$ex" >"$log" 2>&1; rc=$?
+    if [ $rc != 0 ] && grep -q "^NOT YET  $ex" "$log" && grep -qF "$says" "$log"; then
+        echo "ok    $ex: the slip in $file fails and is named (\"$says\")"
+    else echo "FAIL  $ex: $file should fail with a message containing \"$says\" (rc=$rc), last lines of $log:"
+        tail -15 "$log" | sed 's/^/      /'; failed=1; fi
+done <<<"$slips"
 exit $failed

@@ -5,13 +5,17 @@
 #   1. logits of --kernels fast within 1e-4 x std of --kernels plain at every
 #      position of a 40-token batch (the bound of tools/compare_torch.py);
 #   2. the same logits, bit for bit, for --threads 1 and --threads 2, and for
-#      the scalar twin (--kernels scalar): one summation order everywhere;
+#      every kernel set this CPU runs (scalar, avx2, avx512; the others are
+#      reported as skipped): one summation order everywhere;
 #   3. greedy generation, 64 tokens: identical ids for plain and fast, for 1
 #      and 2 threads, and for batched and stepwise prefill;
 #   4. reported, not required: Q8_0 and f16/bf16 KV cache against bf16/f32 (logit
 #      deviation, greedy agreement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The program under test; tests/check_arm64.sh passes the aarch64 build
+# under the emulator (RUN="qemu-aarch64-static build/arm64/run").
+RUN=${RUN:-./run}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -38,12 +42,12 @@ EOF
 
 fwd() {  # model out.bin flags...
     local model=$1 out=$2; shift 2
-    ./run fwd "$model" --tokens "$tokens" --all --dump "$out" "$@" >/dev/null 2>&1
+    $RUN fwd "$model" --tokens "$tokens" --all --dump "$out" "$@" >/dev/null 2>&1
 }
 
 ids() {  # model flags...: the generated ids of a 64-token greedy run
     local model=$1; shift
-    ./run "$model" "Once upon a time" -n 64 -t 0 --json "$@" 2>/dev/null |
+    $RUN "$model" "Once upon a time" -n 64 -t 0 --json "$@" 2>/dev/null |
         /usr/bin/python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["ids"])))'
 }
 
@@ -61,6 +65,13 @@ for model in models/tiny models/mha; do
     else echo "  FAIL: --threads 1 and 2 differ"; status=1; fi
     if cmp -s $tmp/fast1.bin $tmp/scalar2.bin; then echo "  ok: fast (SIMD) and scalar give identical logits"
     else echo "  FAIL: fast and scalar differ"; status=1; fi
+    for set in avx2 avx512; do
+        if ! ./run fwd $model --tokens 1 --kernels $set >/dev/null 2>&1; then
+            echo "  skipped: this CPU does not run --kernels $set"
+        elif fwd $model $tmp/set.bin --kernels $set --threads 2 && cmp -s $tmp/set.bin $tmp/scalar2.bin; then
+            echo "  ok: --kernels $set and scalar give identical logits"
+        else echo "  FAIL: --kernels $set and scalar differ"; status=1; fi
+    done
 
     plain=$(ids $model --kernels plain --threads 1)
     fast=$(ids $model --kernels fast --threads 2)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "sampler.h"
 
 static Mat f32_mat(const float* data, int rows, int cols) {
     Mat W;
@@ -129,4 +130,24 @@ TEST_CASE("book ch6: causal attention of three tokens, one head of width 4") {
             CHECK(out[j] == doctest::Approx(want[t][j]).epsilon(1e-5));  // unit values: out = weights
         }
     }
+}
+
+// Chapter 8, "The order of the chain": probabilities 0.40 0.30 0.15 0.10
+// 0.05 and p = 0.8. Top-p first (Lantern, llama.cpp) keeps three tokens;
+// temperature 0.5 first (Hugging Face generate()) squares and renormalizes
+// the probabilities to 0.561 0.316 0.079 0.035 0.009 and keeps two.
+TEST_CASE("book ch8: top-p before temperature keeps 3 of the five tokens, temperature 0.5 first keeps 2") {
+    const float probs[5] = {0.40f, 0.30f, 0.15f, 0.10f, 0.05f};
+    std::vector<float> lantern(5), hf(5);
+    for (int i = 0; i < 5; i++) {
+        lantern[i] = std::log(probs[i]);
+        hf[i] = std::log(probs[i]) / 0.5f;
+    }
+    std::vector<int> order;
+    CHECK(apply_top_p(lantern.data(), 5, 0.8f, order) == 3);
+    CHECK(apply_top_p(hf.data(), 5, 0.8f, order) == 2);
+    double sum = 0;
+    for (float p : probs) sum += (double)p * p;
+    CHECK(sum == doctest::Approx(0.285));
+    CHECK(probs[0] * probs[0] / sum + probs[1] * probs[1] / sum == doctest::Approx(0.877).epsilon(1e-3));
 }

@@ -1,20 +1,21 @@
 // tests/test_kernels.cpp — every fast kernel against its plain twin.
 //
 // Random inputs, many shapes: rows, columns and token counts that are and
-// are not multiples of the tiles (3 rows x 4 tokens; 4 x 2 for Q8_0), the
-// SIMD width (8) and the Q8_0 block (32). Three kinds of check:
+// are not multiples of the tiles (up to 4 rows x 6 tokens), the SIMD width
+// (16 lanes) and the Q8_0 block (32). Three kinds of check:
 //
 //   1. fast ≈ plain within a stated bound (below), for every weight type;
-//   2. fast == scalar twin, bitwise: the AVX2 code and the portable code sum
-//      in the same order (kernels_fast.cpp), so they must agree exactly;
+//   2. scalar == AVX2 == AVX-512, bitwise: every instruction set sums in the
+//      one 16-lane order (kernels_fast.cpp), so they must agree exactly; a
+//      set this CPU lacks is skipped with a message;
 //   3. bitwise equal for 1 and 2 threads, and for a batch of T tokens versus
 //      the same tokens one at a time (decode and prefill agree).
 //
 // The bound for float weights. The plain kernel sums in double and rounds
-// once; the fast one sums in float, in 8 lanes of cols/8 fused multiply-adds
-// each, then 3 more additions. Each step rounds by at most u = 2^-24
-// relative, so (the textbook bound for recursive summation)
-//     |fast - exact| <= (cols/8 + 4) * u * sum_c |w_c * x_c|
+// once; the fast one sums in float, in 16 lanes of cols/16 fused
+// multiply-adds each, then 4 more additions. Each step rounds by at most
+// u = 2^-24 relative, so (the textbook bound for recursive summation)
+//     |fast - exact| <= (cols/16 + 5) * u * sum_c |w_c * x_c|
 // and adding the bias in float rounds once more, by u * |result|; the plain
 // result itself is within u * |result| of exact. A wrong index or a lost tail is off by
 // a whole term, far above this.
@@ -46,7 +47,15 @@ static TestMat random_mat(DType dt, int rows, int cols, std::mt19937& rng) {
     src.rows = rows;
     src.cols = cols;
     src.data = t.f32.data();
-    t.m = dt == DType::F32 ? src : convert_mat(src, dt, t.storage);
+    t.m = src;
+    if (dt == DType::Q8_0) t.m = quantize_q8_0(src, t.storage);
+    else if (dt != DType::F32) {  // rounded to nearest-even, as the converters in common.h do
+        t.storage.resize(t.f32.size() * 2);
+        uint16_t* h = (uint16_t*)t.storage.data();
+        for (size_t i = 0; i < t.f32.size(); i++) h[i] = dt == DType::BF16 ? f32_to_bf16(t.f32[i]) : f32_to_f16(t.f32[i]);
+        t.m.dtype = dt;
+        t.m.data = h;
+    }
     return t;
 }
 
@@ -64,6 +73,21 @@ static std::vector<float> run_matmul(KernelSet set, int threads, const std::vect
     matmul(out.data(), x.data(), W, bias, T);
     kernels_init(KernelSet::Fast, 0);
     return out;
+}
+
+// The SIMD kernel sets this CPU runs (scalar always); the others are named
+// in a message, so a skip shows in the test output.
+static std::vector<KernelSet> simd_sets() {
+    std::vector<KernelSet> sets = {KernelSet::Scalar};
+    if (cpu_has_avx2()) sets.push_back(KernelSet::AVX2);
+    else MESSAGE("skipped: this CPU lacks AVX2/FMA/F16C, the avx2 kernels are not compared");
+    if (cpu_has_avx512()) sets.push_back(KernelSet::AVX512);
+    else MESSAGE("skipped: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI, the avx512 kernels are not compared");
+    return sets;
+}
+static const SimdKernels& simd_table(KernelSet set) {
+    kernels_init(set, 0);
+    return *g_kernels.simd;
 }
 
 static bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -90,11 +114,31 @@ TEST_CASE("matmul_plain: a 2x3 example by hand") {
     CHECK(out[1] == 4 - 6 - 0.5f);
 }
 
-TEST_CASE("matmul fast and scalar equal plain (f32, bf16, f16), many shapes, 1 and 2 threads") {
+// Every SIMD set on this CPU, 1 and 2 threads, all bitwise equal to the
+// scalar twin; the batch equal to its tokens one at a time.
+static void check_sets_equal(const std::vector<float>& x, const Mat& W, const float* b, int T,
+                             const std::vector<float>& want) {
+    int cols = W.cols, rows = W.rows;
+    for (KernelSet set : simd_sets())
+        for (int threads : {1, 2}) {
+            std::string name = kernel_set_name(set);
+            CAPTURE(name);
+            CAPTURE(threads);
+            CHECK(bitwise_equal(run_matmul(set, threads, x, W, b, T), want));
+            if (threads == 2)
+                for (int t = 0; t < T; t++) {
+                    std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
+                    std::vector<float> one = run_matmul(set, 2, xt, W, b, 1);
+                    CHECK(std::memcmp(one.data(), &want[(size_t)t * rows], rows * sizeof(float)) == 0);
+                }
+        }
+}
+
+TEST_CASE("matmul: scalar, avx2 and avx512 bitwise equal, and plain within the bound (f32, bf16, f16), many shapes, 1 and 2 threads") {
     std::mt19937 rng(42);
     const int row_counts[] = {1, 3, 4, 5, 13};
-    const int col_counts[] = {1, 7, 8, 9, 31, 64, 100, 203};
-    const int token_counts[] = {1, 2, 3, 4, 5, 7, 9};
+    const int col_counts[] = {1, 7, 15, 16, 17, 31, 33, 64, 100, 203};
+    const int token_counts[] = {1, 2, 3, 5, 6, 7, 13};
     for (DType dt : {DType::F32, DType::BF16, DType::F16})
         for (int rows : row_counts)
             for (int cols : col_counts)
@@ -108,27 +152,33 @@ TEST_CASE("matmul fast and scalar equal plain (f32, bf16, f16), many shapes, 1 a
                     std::vector<float> x = random_vec((size_t)T * cols, rng), bias = random_vec(rows, rng);
                     const float* b = (rows % 2) ? bias.data() : nullptr;  // with and without bias
                     std::vector<float> plain = run_matmul(KernelSet::Plain, 1, x, W.m, b, T);
-                    std::vector<float> fast1 = run_matmul(KernelSet::Fast, 1, x, W.m, b, T);
-                    std::vector<float> fast2 = run_matmul(KernelSet::Fast, 2, x, W.m, b, T);
-                    std::vector<float> scalar2 = run_matmul(KernelSet::Scalar, 2, x, W.m, b, T);
-                    CHECK(bitwise_equal(fast1, fast2));
-                    CHECK(bitwise_equal(fast1, scalar2));
+                    std::vector<float> scalar = run_matmul(KernelSet::Scalar, 1, x, W.m, b, T);
+                    check_sets_equal(x, W.m, b, T, scalar);
                     int worst = 0;
                     for (int t = 0; t < T; t++)
                         for (int r = 0; r < rows; r++) {
                             size_t i = (size_t)t * rows + r;
-                            double bound = (cols / 8 + 4) * U * abs_dot(W.m, r, &x[(size_t)t * cols]) +
+                            double bound = (cols / 16 + 5) * U * abs_dot(W.m, r, &x[(size_t)t * cols]) +
                                            2 * U * std::fabs(plain[i]) + 1e-30;
-                            if (std::fabs((double)fast1[i] - plain[i]) > bound) worst++;
+                            if (std::fabs((double)scalar[i] - plain[i]) > bound) worst++;
                         }
                     CHECK(worst == 0);
-                    // The batch equals its tokens one at a time (prefill == decode).
-                    for (int t = 0; t < T; t++) {
-                        std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
-                        std::vector<float> one = run_matmul(KernelSet::Fast, 2, xt, W.m, b, 1);
-                        CHECK(std::memcmp(one.data(), &fast1[(size_t)t * rows], rows * sizeof(float)) == 0);
-                    }
                 }
+}
+
+TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set bitwise equal to the scalar twin") {
+    std::mt19937 rng(17);
+    for (DType dt : {DType::BF16, DType::F32, DType::Q8_0})
+        for (int cols : {896, 4864})
+            for (int T : {1, 7}) {
+                std::string type = dtype_name(dt);
+                CAPTURE(type);
+                CAPTURE(cols);
+                CAPTURE(T);
+                TestMat W = random_mat(dt, 9, cols, rng);
+                std::vector<float> x = random_vec((size_t)T * cols, rng), bias = random_vec(9, rng);
+                check_sets_equal(x, W.m, bias.data(), T, run_matmul(KernelSet::Scalar, 1, x, W.m, bias.data(), T));
+            }
 }
 
 // Q8_0. The fast kernel also quantizes the activations (per block of 32,
@@ -139,7 +189,7 @@ TEST_CASE("matmul fast and scalar equal plain (f32, bf16, f16), many shapes, 1 a
 //     <= d_x * (1/2 + 127 * 2^-11) < 0.57 * d_x.
 // And against the exact integer arithmetic on the same quantized values it
 // is within float rounding of the per-block terms.
-TEST_CASE("Q8_0 matmul: fast and scalar equal the exact int8 arithmetic, and plain within the quantization bound") {
+TEST_CASE("Q8_0 matmul: scalar, avx2, avx512 bitwise equal, the exact int8 arithmetic, and plain within the quantization bound") {
     std::mt19937 rng(7);
     for (int rows : {1, 4, 6, 17})
         for (int cols : {32, 64, 96, 320})
@@ -150,11 +200,8 @@ TEST_CASE("Q8_0 matmul: fast and scalar equal the exact int8 arithmetic, and pla
                 TestMat W = random_mat(DType::Q8_0, rows, cols, rng);
                 std::vector<float> x = random_vec((size_t)T * cols, rng);
                 std::vector<float> plain = run_matmul(KernelSet::Plain, 1, x, W.m, nullptr, T);
-                std::vector<float> fast1 = run_matmul(KernelSet::Fast, 1, x, W.m, nullptr, T);
-                std::vector<float> fast2 = run_matmul(KernelSet::Fast, 2, x, W.m, nullptr, T);
-                std::vector<float> scalar1 = run_matmul(KernelSet::Scalar, 1, x, W.m, nullptr, T);
-                CHECK(bitwise_equal(fast1, fast2));
-                CHECK(bitwise_equal(fast1, scalar1));
+                std::vector<float> fast1 = run_matmul(KernelSet::Scalar, 1, x, W.m, nullptr, T);
+                check_sets_equal(x, W.m, nullptr, T, fast1);
 
                 int nb = cols / Q8_BLOCK, bad_exact = 0, bad_plain = 0;
                 std::vector<uint8_t> xq((size_t)nb * Q8_BLOCK_BYTES);
@@ -184,17 +231,12 @@ TEST_CASE("Q8_0 matmul: fast and scalar equal the exact int8 arithmetic, and pla
                             quant_bound += wabs * 0.57 * amax / 127;
                         }
                         size_t i = (size_t)t * rows + r;
-                        if (std::fabs(fast1[i] - exact) > (nb + 4) * U * scale + 1e-30) bad_exact++;
-                        if (std::fabs((double)fast1[i] - plain[i]) > quant_bound + (nb + 4) * U * scale) bad_plain++;
+                        if (std::fabs(fast1[i] - exact) > (nb + 5) * U * scale + 1e-30) bad_exact++;
+                        if (std::fabs((double)fast1[i] - plain[i]) > quant_bound + (nb + 5) * U * scale) bad_plain++;
                     }
                 }
                 CHECK(bad_exact == 0);
                 CHECK(bad_plain == 0);
-                for (int t = 0; t < T; t++) {  // batch == one token at a time
-                    std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
-                    std::vector<float> one = run_matmul(KernelSet::Fast, 2, xt, W.m, nullptr, 1);
-                    CHECK(std::memcmp(one.data(), &fast1[(size_t)t * rows], rows * sizeof(float)) == 0);
-                }
             }
 }
 
@@ -219,29 +261,11 @@ TEST_CASE("quantize_row_q8_0: each value within 0.57 d of the original; a zero b
     }
 }
 
-TEST_CASE("convert_mat: bf16/f16 round to nearest and widen back exactly") {
-    std::mt19937 rng(5);
-    TestMat W = random_mat(DType::F32, 3, 40, rng);
-    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
-        std::vector<uint8_t> st;
-        Mat c = convert_mat(W.m, dt, st);
-        std::vector<float> row(40);
-        for (int r = 0; r < 3; r++) {
-            mat_row_to_f32(c, r, row.data());
-            for (int i = 0; i < 40; i++) {
-                float v = W.f32[r * 40 + i];
-                float expect = dt == DType::BF16 ? bf16_to_f32(f32_to_bf16(v))
-                             : dt == DType::F16  ? f16_to_f32(f32_to_f16(v)) : v;
-                CHECK(row[i] == expect);
-            }
-        }
-    }
-}
-
-TEST_CASE("vec_dot and vec_axpy (KV rows in f32, f16, bf16): fast equals plain within the bound, and its scalar twin bitwise") {
+TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set bitwise equal to the scalar twin, and plain within the bound") {
     std::mt19937 rng(11);
+    std::vector<KernelSet> sets = simd_sets();
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
-        for (int n : {1, 5, 8, 9, 16, 63, 64, 65, 128}) {
+        for (int n : {1, 5, 8, 9, 15, 16, 17, 33, 63, 64, 65, 128}) {
             std::string type = dtype_name(dt);
             CAPTURE(type);
             CAPTURE(n);
@@ -251,19 +275,26 @@ TEST_CASE("vec_dot and vec_axpy (KV rows in f32, f16, bf16): fast equals plain w
             mat_row_to_f32(B.m, 0, b.data());
             double abs_sum = 0;
             for (int i = 0; i < n; i++) abs_sum += std::fabs((double)a[i] * b[i]);
-            float plain = vec_dot_plain(a.data(), B.m.data, dt, n);
-            float fast = vec_dot_fast(a.data(), B.m.data, dt, n, true);
-            float scalar = vec_dot_fast(a.data(), B.m.data, dt, n, false);
-            CHECK(std::memcmp(&fast, &scalar, 4) == 0);
-            CHECK(std::fabs((double)fast - plain) <= (n / 8 + 4) * U * abs_sum + U * std::fabs(plain));
-
-            std::vector<float> y0 = random_vec(n, rng), yp = y0, yf = y0, ys = y0;
-            vec_axpy_plain(yp.data(), 0.37f, B.m.data, dt, n);
-            vec_axpy_fast(yf.data(), 0.37f, B.m.data, dt, n, true);
-            vec_axpy_fast(ys.data(), 0.37f, B.m.data, dt, n, false);
-            CHECK(bitwise_equal(yf, ys));
+            const uint8_t* row = (const uint8_t*)B.m.data;
+            float plain = vec_dot_plain(a.data(), row, dt, n);
+            float scalar = SCALAR_KERNELS.dot(a.data(), row, dt, n);
+            CHECK(std::fabs((double)scalar - plain) <= (n / 16 + 5) * U * abs_sum + U * std::fabs(plain));
+            std::vector<float> y0 = random_vec(n, rng), yp = y0, ys = y0;
+            vec_axpy_plain(yp.data(), 0.37f, row, dt, n);
+            SCALAR_KERNELS.axpy(ys.data(), 0.37f, row, dt, n);
             for (int i = 0; i < n; i++)  // plain rounds twice (multiply, add), fma once
-                CHECK(std::fabs(yf[i] - yp[i]) <= 2 * U * (std::fabs(0.37 * b[i]) + std::fabs(y0[i])));
+                CHECK(std::fabs(ys[i] - yp[i]) <= 2 * U * (std::fabs(0.37 * b[i]) + std::fabs(y0[i])));
+            for (KernelSet set : sets) {
+                const SimdKernels& k = simd_table(set);
+                std::string name = k.name;
+                CAPTURE(name);
+                float fast = k.dot(a.data(), row, dt, n);
+                CHECK(std::memcmp(&fast, &scalar, 4) == 0);
+                std::vector<float> yf = y0;
+                k.axpy(yf.data(), 0.37f, row, dt, n);
+                CHECK(bitwise_equal(yf, ys));
+            }
+            kernels_init(KernelSet::Fast, 0);
         }
 }
 
@@ -272,10 +303,11 @@ TEST_CASE("vec_dot and vec_axpy (KV rows in f32, f16, bf16): fast equals plain w
 // over head_dim/8 + n steps at these sizes that is below 1e-6 of the values'
 // scale, so 1e-5 x max|v| leaves 10x headroom while a wrong key, a missing
 // scale or a lost tail moves the output by far more.
-TEST_CASE("attention_head_fast equals attention_head (f32/f16/bf16 cache, 1..70 keys), and its scalar twin bitwise") {
+TEST_CASE("attention_head: every SIMD set bitwise equal to the scalar twin, and plain within 1e-5 (f32/f16/bf16 cache, 1..70 keys)") {
     std::mt19937 rng(13);
+    std::vector<KernelSet> sets = simd_sets();
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
-        for (int hd : {8, 12, 64})
+        for (int hd : {8, 12, 17, 64})
             for (int n : {1, 3, 4, 5, 9, 70}) {
                 std::string type = dtype_name(dt);
                 CAPTURE(type);
@@ -287,15 +319,22 @@ TEST_CASE("attention_head_fast equals attention_head (f32/f16/bf16 cache, 1..70 
                 size_t elt = dt == DType::F32 ? 4 : 2, stride = kv_heads * hd * elt;
                 const uint8_t* keys = (const uint8_t*)K.m.data + hd * elt;  // head 1
                 const uint8_t* values = (const uint8_t*)V.m.data + hd * elt;
-                std::vector<float> out_p(hd), out_f(hd), out_s(hd), s_p(n), s_f(n), s_s(n);
-                attention_head(out_p.data(), s_p.data(), q.data(), keys, values, stride, dt, n, hd);
-                attention_head_fast(out_f.data(), s_f.data(), q.data(), keys, values, stride, dt, n, hd, true);
-                attention_head_fast(out_s.data(), s_s.data(), q.data(), keys, values, stride, dt, n, hd, false);
-                CHECK(bitwise_equal(out_f, out_s));
-                CHECK(bitwise_equal(s_f, s_s));
+                std::vector<float> out_p(hd), out_s(hd), s_p(n), s_s(n);
+                attention_head_plain(out_p.data(), s_p.data(), q.data(), keys, values, stride, dt, n, hd);
+                attention_head_fast(out_s.data(), s_s.data(), q.data(), keys, values, stride, dt, n, hd, SCALAR_KERNELS);
                 int bad = 0;
-                for (int i = 0; i < hd; i++) bad += std::fabs(out_f[i] - out_p[i]) > 1e-5;  // |v| <= 1
-                for (int j = 0; j < n; j++) bad += std::fabs(s_f[j] - s_p[j]) > 1e-5;
+                for (int i = 0; i < hd; i++) bad += std::fabs(out_s[i] - out_p[i]) > 1e-5;  // |v| <= 1
+                for (int j = 0; j < n; j++) bad += std::fabs(s_s[j] - s_p[j]) > 1e-5;
                 CHECK(bad == 0);
+                for (KernelSet set : sets) {
+                    const SimdKernels& k = simd_table(set);
+                    std::string name = k.name;
+                    CAPTURE(name);
+                    std::vector<float> out_f(hd), s_f(n);
+                    attention_head_fast(out_f.data(), s_f.data(), q.data(), keys, values, stride, dt, n, hd, k);
+                    CHECK(bitwise_equal(out_f, out_s));
+                    CHECK(bitwise_equal(s_f, s_s));
+                }
+                kernels_init(KernelSet::Fast, 0);
             }
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <cmath>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include "model.h"
 #include "net.h"
 
@@ -135,6 +136,48 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
     SUBCASE("missing folder") {
         CHECK(load_error("build/test_models/does-not-exist").find("does-not-exist: no such model folder") != std::string::npos);
     }
+}
+
+// Hostile config.json values: each is refused by parse_config with a
+// LanternError naming the file and the key, before any allocation it sizes.
+// (Before json_read.h: 1e400, "yes" and a number for torch_dtype escaped as
+// foreign exceptions, 2000000000 layers died in std::bad_alloc, 4294967304
+// became 8, and a deeply nested model_type overflowed the stack in dump().)
+TEST_CASE("hostile config.json values are refused with the key named") {
+    std::string dir = fresh_model("hostile_config");
+    const std::string good = slurp(dir + "/config.json");
+    REQUIRE(good.find("\"hidden_size\": 16") != std::string::npos);
+    auto with = [&](const std::string& key, const std::string& raw) {  // key set to raw JSON text
+        nlohmann::json j = nlohmann::json::parse(good);
+        j[key] = "@@";
+        std::string s = j.dump();
+        return s.replace(s.find("\"@@\""), 4, raw);
+    };
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    struct Case { std::string text, want; };
+    std::vector<Case> cases = {
+        {with("x", "1e400"), "invalid JSON"},
+        {with("tie_word_embeddings", "\"yes\""), "\"tie_word_embeddings\" must be true or false, not a string"},
+        {with("torch_dtype", "16"), "\"torch_dtype\" must be a string, not a number"},
+        {with("num_hidden_layers", "2000000000"), "\"num_hidden_layers\" must be an integer in [1, 4096], not 2000000000"},
+        {with("hidden_size", "4294967304"), "\"hidden_size\" must be an integer in [1, 1048576], not 4294967304"},
+        {with("hidden_size", "16.5"), "\"hidden_size\" must be an integer"},
+        {with("model_type", "[[[\"qwen2\"]]]"), "\"model_type\" must be a string, not an array"},
+        {with("model_type", deep), "JSON nested deeper than 64 levels"},
+        {with("rms_norm_eps", "\"small\""), "\"rms_norm_eps\" must be a number"},
+        {with("rope_theta", "-1"), "\"rope_theta\" must be a number in [1, 1e+12], not -1"},
+        {with("eos_token_id", "[2, 3.5]"), "\"eos_token_id[1]\" must be an integer"},
+        {with("bos_token_id", "99999999999"), "\"bos_token_id\" must be an integer"},
+    };
+    for (size_t i = 0; i < cases.size(); i++) {
+        INFO("case " << i << ": " << cases[i].text.substr(0, 120));
+        spit(dir + "/config.json", cases[i].text);
+        std::string e = load_error(dir);
+        CHECK(e.find(dir + "/config.json: ") == 0);
+        CHECK_MESSAGE(e.find(cases[i].want) != std::string::npos, e);
+    }
+    spit(dir + "/config.json", good);
+    CHECK(load_error(dir) == "");
 }
 
 TEST_CASE("the KV cache limit is a clear error, not a crash") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,6 +15,19 @@
 
 static const char* QWEN_TOKENIZER = "models/qwen-tokenizer/tokenizer.json";
 static const char* DATA = "tests/data/tokenizer/";
+
+// Files a test writes go to a fresh folder under $TMPDIR (removed at exit),
+// so the tests run from any build folder and two runs never share files.
+static std::string scratch(const std::string& name) {
+    static std::string dir = [] {
+        std::string t = (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + std::string("/lantern-test-XXXXXX");
+        REQUIRE(mkdtemp(&t[0]) != nullptr);
+        static std::string for_exit = t;
+        atexit([] { std::string cmd = "rm -rf '" + for_exit + "'"; (void)!system(cmd.c_str()); });
+        return t;
+    }();
+    return dir + "/" + name;
+}
 
 static std::string slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -255,7 +269,7 @@ static std::string tiny_tokenizer_json(bool merges_as_pairs) {
 
 TEST_CASE("tokenizer: a tiny tokenizer.json with its own sizes and ids") {
     for (bool pairs : {true, false}) {
-        std::string path = std::string("build/tests/tiny_tokenizer_") + (pairs ? "pairs" : "strings") + ".json";
+        std::string path = scratch(std::string("tiny_tokenizer_") + (pairs ? "pairs" : "strings") + ".json");
         { std::ofstream(path) << tiny_tokenizer_json(pairs); }
         Tokenizer tok;
         tokenizer_load(tok, path);
@@ -293,11 +307,49 @@ TEST_CASE("tokenizer: damaged tokenizer.json files are refused cleanly") {
     unknown_piece["model"]["merges"][1] = {"lo", "zz"};  // a merge of a piece not in the vocab
     bad.push_back(unknown_piece.dump());
     bad.push_back(replaced("(?!\\\\S)", "(?!\\\\S"));                     // a regex that does not compile
-    std::string path = "build/tests/damaged_tokenizer.json";
+    std::string path = scratch("damaged_tokenizer.json");
     for (size_t i = 0; i < bad.size(); i++) {
         { std::ofstream(path) << bad[i]; }
         Tokenizer tok;
         INFO("damaged file " << i);
         CHECK_THROWS_AS(tokenizer_load(tok, path), LanternError);
+    }
+}
+
+// Hostile files: each must be refused with a LanternError whose message
+// names the problem -- not a stack overflow, a silently wrong value, or
+// undefined behaviour in a float-to-int conversion.
+TEST_CASE("tokenizer: hostile tokenizer.json files are refused with the key named") {
+    const std::string good = tiny_tokenizer_json(true);
+    auto replaced = [&](const std::string& from, const std::string& to) {
+        std::string s = good;
+        size_t at = s.find(from);
+        REQUIRE(at != std::string::npos);
+        return s.replace(at, from.size(), to);
+    };
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    struct Case { std::string text, want; };
+    std::vector<Case> cases = {
+        {"{\"x\": " + deep + ", " + good.substr(1), "nested deeper than 64 levels"},                 // skip_value
+        {replaced("\"decoder\": {", "\"decoder\": {\"x\": " + deep + ", "), "nested deeper than 64 levels"},  // the small sections
+        {replaced("\"lo\":", "\"lo\\u000G\":"), "bad \\u escape"},                             // not a hex digit
+        {replaced("\"id\": 300", "\"id\": 4e92"), "\"added_tokens[0].id\" must be an integer"},
+        {replaced("\"id\": 300", "\"id\": 7.9"), "\"added_tokens[0].id\" must be an integer"},
+        {replaced("\"id\": 300", "\"id\": -3"), "\"added_tokens[0].id\" must be an integer in [0, 16777215], not -3"},
+        {replaced("\"special\": true", "\"special\": \"yes\""), "\"special\" must be true or false"},
+    };
+    std::string path = scratch("hostile_tokenizer.json");
+    for (size_t i = 0; i < cases.size(); i++) {
+        { std::ofstream(path) << cases[i].text; }
+        Tokenizer tok;
+        INFO("hostile file " << i);
+        std::string msg;
+        try {
+            tokenizer_load(tok, path);
+        } catch (const LanternError& e) {
+            msg = e.what();
+        }
+        CHECK(msg.find(path) == 0);
+        CHECK_MESSAGE(msg.find(cases[i].want) != std::string::npos, msg);
     }
 }

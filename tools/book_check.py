@@ -14,6 +14,17 @@ Conventions an author writes in (see book/01-how-to-read.md):
   ```                           CMD must exit 0 too (its last command: no pipefail here, so
                                 `./run bad 2>&1 | grep error` works). Mark only deterministic output.
 
+  ```cpp quote-of: FILE:SYMBOL  code quoted from the project: its lines (comments and whitespace
+  ...                           aside) appear in FILE one after another, inside the definition
+  ```                           that starts at a line naming SYMBOL (up to the next line that
+                                starts with "}"); a line "..." skips lines, "..." inside a line
+                                matches anything. FILE alone: anywhere in FILE.
+  ```text illustrative: REASON  an example that is not compared, and the reason.
+  ```text diagram               a drawing, a formula or arithmetic worked by hand.
+  ```cpp sketch                 code written for the book that quotes nothing.
+  Every other fenced block (no info string, or only a language) is an error: a reader must be
+  able to tell what a block is, and a checker what to do with it.
+
 Static checks (no command runs for these):
   * code references  `file.cpp:function`, `file.h:symbol`, `tools/x.py:function`: the file
     exists and the identifier appears in it as a whole word (a qualified name such as
@@ -185,12 +196,133 @@ def commands_of(block):
 
 
 def kind_of(info):
+    """What a fenced block is, from its info string: (kind, argument).
+    try, output (argument: the command), quote (argument: FILE or FILE:SYMBOL),
+    illustrative (argument: the reason it is not checked), diagram, sketch; "" when the
+    block says nothing (an error: every block says what it is)."""
     if re.fullmatch(r"sh\s+try", info):
         return "try", None
     m = re.fullmatch(r"text\s+output-of:\s*(.+)", info)
     if m:
         return "output", m.group(1).strip()
-    return "other", None
+    m = re.fullmatch(r"\w+\s+quote-of:\s*(\S+)", info)
+    if m:
+        return "quote", m.group(1)
+    m = re.fullmatch(r"\w+\s+illustrative:\s*(.*)", info)
+    if m:
+        return "illustrative", m.group(1).strip()
+    if re.fullmatch(r"text\s+diagram", info):
+        return "diagram", None
+    if re.fullmatch(r"\w+\s+sketch", info):
+        return "sketch", None
+    return "", info
+
+
+BLOCK_KINDS = """every fenced block says what it is:
+    ```sh try                       commands the checker runs
+    ```text output-of: CMD          CMD's output, compared
+    ```cpp quote-of: FILE:SYMBOL    code quoted from the project, compared with FILE
+    ```text illustrative: REASON    an example not checked, and why (it needs a GPU, ...)
+    ```text diagram                 a drawing, a formula, arithmetic worked by hand
+    ```cpp sketch                   code written for the book, quoting nothing"""
+
+
+# ----------------------------------------------------------------------------- quoted code
+
+def code_line(line, ext):
+    """One line of code as a quote is compared: comments dropped, whitespace collapsed."""
+    if ext == "py" or ext == "sh":
+        line = re.sub(r"(^|\s)#(?![!]).*$", "", line)
+    else:
+        line = re.sub(r"/\*.*?\*/", "", line)
+        quotes = 0
+        for k in range(len(line) - 1):
+            if line[k] == '"' and (k == 0 or line[k - 1] != "\\"):
+                quotes += 1
+            elif line[k:k + 2] == "//" and quotes % 2 == 0:
+                line = line[:k]
+                break
+    return " ".join(line.split())
+
+
+def check_quote(block, target, src, rep, where):
+    """The block's lines appear in FILE, after a line naming SYMBOL and before the end of
+    that definition (the next line that starts with "}"), one after another; a line that is
+    just "..." skips any number of lines, "..." inside a line matches anything there.
+    Comments and whitespace do not count, so a quote may carry explanatory comments."""
+    fname, _, sym = target.partition(":")
+    path = src.resolve(fname)
+    if path is None:
+        rep.error(where, "quote-of %s: no file %s in the repository" % (target, fname))
+        return
+    ext = path.rsplit(".", 1)[-1]
+    raw = src.read(path).split("\n")
+    lines = []                       # (normalized, is_end_of_definition)
+    for l in raw:
+        n = code_line(l, ext)
+        if n:
+            lines.append((n, l.startswith("}")))
+    want = []                        # ("gap", None) or ("line", regex, text)
+    for l in block.lines:
+        n = code_line(l, ext)
+        if not n:
+            continue
+        if n == "...":
+            want.append(("gap", None, n))
+        else:
+            pat = ".*".join(re.escape(p.strip()) for p in n.split("..."))
+            want.append(("line", re.compile("^" + pat + "$"), n))
+    if not any(w[0] == "line" for w in want):
+        rep.error(where, "quote-of %s: the block quotes no code" % target)
+        return
+    if sym:
+        name = sym.split("::")[-1].split(".")[-1]
+        word = re.compile(r"(?<![\w])" + re.escape(name) + r"(?!\w)")
+        starts = [k for k, (n, _) in enumerate(lines) if word.search(n)]
+        if not starts:
+            rep.error(where, "quote-of %s: \"%s\" does not appear in %s" % (target, name, path))
+            return
+    else:
+        starts = [0]
+    best = (-1, None)
+    for s0 in starts:
+        end = next((k for k in range(s0, len(lines)) if lines[k][1]), len(lines) - 1)
+        region = [n for n, _ in lines[s0:end + 1]] if sym else [n for n, _ in lines]
+        got, first = match_quote(want, region)
+        if got == len(want):
+            return
+        if got > best[0]:
+            best = (got, first)
+    k = best[0]
+    missing = next(w[2] for w in want[k:] if w[0] == "line")
+    rep.error(where, "quote-of %s: the quoted code is not in %s (stale quote?); first line not found "
+              "in order: \"%s\"" % (target, path, missing))
+
+
+def match_quote(want, region):
+    """How many items of want match region in order (the longest prefix, over every place the
+    first line matches); returns (count, start)."""
+    best = (0, None)
+    firsts = [i for i, n in enumerate(region) if want[0][0] == "gap" or want[0][1].match(n)]
+    for i0 in firsts:
+        i, k, gap = i0, 0, False
+        while k < len(want):
+            kind, pat, _ = want[k]
+            if kind == "gap":
+                gap, k = True, k + 1
+                continue
+            j = i
+            if gap:
+                while j < len(region) and not pat.match(region[j]):
+                    j += 1
+            if j >= len(region) or not pat.match(region[j]):
+                break
+            i, k, gap = j + 1, k + 1, False
+        if k > best[0]:
+            best = (k, i0)
+        if k == len(want):
+            break
+    return best
 
 
 # ----------------------------------------------------------------------------- the sources
@@ -490,6 +622,13 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
         if not exempt:
             for k, line in enumerate(b.lines):
                 check_refs(line, src, rep, "%s:%d" % (rel, b.line + 1 + k))
+        if kind == "":
+            rep.error(where, "a block with info string \"%s\": %s" % (cmd, BLOCK_KINDS))
+        elif kind == "illustrative" and len(cmd.split()) < 3:
+            rep.error(where, "an illustrative block must say why it is not checked (a few words "
+                      "after \"illustrative:\")")
+        elif kind == "quote":
+            check_quote(b, cmd, src, rep, where)
         if kind != "try":
             continue
         for n, c in commands_of(b):
@@ -519,104 +658,312 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
 
 LUA_FILTER = r"""
 local CODE_PATHS = __PATHS__
--- Links between chapters: x.md -> x.html. Links to the code: one level further up,
--- because the HTML lives in build/book/ instead of book/.
+local ROOT = "__ROOT__"
+-- `file.cpp:function` becomes a link to the file (relative to the repository root, ROOT).
 local code_ref = "^([%w_./-]+%.%a+):([%a_~][%w_:.~]*)$"
 local code_ext = { cpp=1, h=1, hpp=1, c=1, cu=1, cuh=1, py=1, sh=1, js=1, lua=1 }
-function Link(el)
-  local t = el.target
-  if t:match("^%a+:") or t:match("^#") then return el end
-  local path, frag = t:match("^([^#]*)(.*)$")
-  if path:match("%.md$") and not path:match("/") then
-    el.target = path:gsub("%.md$", ".html") .. frag
-  elseif not path:match("^img/") then
-    el.target = "../" .. t
-  end
-  return el
-end
+local placeholder = { file=1, name=1, x=1, foo=1 }
 function Code(el)
   local file, ident = el.text:match(code_ref)
   if file then
     local ext = file:match("%.(%a+)$")
-    if code_ext[ext] then
-      return pandoc.Link({el}, "../../" .. (CODE_PATHS[file] or file))
+    local stem = file:match("([^/]-)%.[^/]*$")
+    if code_ext[ext] and not placeholder[stem] then
+      return pandoc.Link({el}, ROOT .. (CODE_PATHS[file] or file))
     end
   end
   return el
 end
 """
 
-CSS = """body{max-width:46em;margin:2em auto;padding:0 1em;font:17px/1.55 Georgia,serif;color:#222}
+CSS = """*{box-sizing:border-box}
+html{scroll-padding-top:3.5em}
+body{margin:0;font:17px/1.55 Georgia,serif;color:#222;background:#fff;overflow-wrap:break-word}
+main{max-width:48em;margin:0 auto;padding:1em 1.2em 3em}
 code,pre{font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
-pre{background:#f6f6f2;padding:.7em 1em;overflow-x:auto;border-left:3px solid #d9c98a}
-pre.try{border-left-color:#6a9f5c} div.cmd{font:13px monospace;color:#666;margin-top:1em;white-space:pre-wrap}
-a{color:#8a5a00} nav{margin:2em 0;padding-top:1em;border-top:1px solid #ddd;font-size:15px}
-table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.2em .5em}
+pre,pre code,pre>code.sourceCode{white-space:pre!important;overflow-wrap:normal;word-break:normal}
+pre{background:#f6f6f2;padding:.7em 1em;overflow-x:auto;border-left:3px solid #d9c98a;max-width:100%}
+div.sourceCode{overflow-x:auto;max-width:100%}
+pre.try{border-left-color:#6a9f5c} pre.quote{border-left-color:#5c7f9f} pre.illustrative{border-left-color:#bbb}
+pre.diagram{background:#fbfbf8;border-left-color:#e4dcc0}
+div.cmd{font:13px/1.4 ui-monospace,monospace;color:#666;margin-top:1em;white-space:pre-wrap;overflow-wrap:anywhere}
+div.cmd a{color:#5c7f9f}
+a{color:#8a5a00} code{overflow-wrap:anywhere} pre code{overflow-wrap:normal}
+img{max-width:100%;height:auto}
+figure{margin:1.5em 0} figcaption{font-size:14px;color:#555}
+table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%} td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}
+blockquote{margin:1em 0;padding:.5em 1em;background:#f3f6f9;border-left:3px solid #5c7f9f}
+blockquote p{margin:.4em 0}
+header.top{position:sticky;top:0;z-index:10;background:#2b2b2b;color:#eee;font:15px/1.4 system-ui,sans-serif;
+  display:flex;flex-wrap:wrap;align-items:center;gap:.4em 1em;padding:.45em 1em}
+header.top a{color:#f0d890;text-decoration:none} header.top a.book{font-weight:bold;color:#fff}
+header.top .search{margin-left:auto;position:relative}
+header.top input{font:14px system-ui,sans-serif;padding:.25em .5em;width:14em;max-width:60vw;border-radius:3px;border:1px solid #888}
+#search-results{position:absolute;right:0;top:2.2em;width:26em;max-width:92vw;max-height:70vh;overflow-y:auto;background:#fff;
+  color:#222;border:1px solid #aaa;box-shadow:0 4px 12px rgba(0,0,0,.2);display:none;font-size:14px}
+#search-results a{display:block;padding:.4em .7em;color:#222;border-bottom:1px solid #eee}
+#search-results a:hover,#search-results a.sel{background:#f6f0dc}
+#search-results small{display:block;color:#666}
+nav#TOC{font:14px/1.45 system-ui,sans-serif;background:#f8f7f2;border:1px solid #e6e0cc;padding:.6em 1em;margin:1em 0}
+nav#TOC::before{content:"In this chapter";font-weight:bold;display:block;margin-bottom:.3em}
+nav#TOC ul{margin:0;padding-left:1.2em} nav#TOC a{text-decoration:none}
+@media (min-width:1400px){nav#TOC{position:fixed;left:1em;top:4em;width:16em;max-height:calc(100vh - 5em);overflow-y:auto;margin:0}}
+nav.pager{margin:2em 0;padding-top:1em;border-top:1px solid #ddd;font:15px system-ui,sans-serif}
+"""
+
+# The search: one small index of every section (title, words), searched in the page.
+SEARCH_JS = r"""(function () {
+  var box = document.getElementById("search"), out = document.getElementById("search-results");
+  if (!box || !out || !window.BOOK_INDEX) return;
+  var root = document.body.getAttribute("data-root") || "";
+  function esc(s) { return s.replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; }); }
+  function run() {
+    var words = box.value.toLowerCase().split(/\s+/).filter(function (w) { return w.length > 1; });
+    if (!words.length) { out.style.display = "none"; return; }
+    var hits = [];
+    window.BOOK_INDEX.forEach(function (e) {
+      var t = e.text.toLowerCase(), h = e.title.toLowerCase(), score = 0;
+      for (var i = 0; i < words.length; i++) {
+        var k = t.indexOf(words[i]);
+        if (k < 0 && h.indexOf(words[i]) < 0) return;
+        score += (h.indexOf(words[i]) >= 0 ? 10 : 0) + (k >= 0 ? 1 : 0);
+      }
+      hits.push([score, e]);
+    });
+    hits.sort(function (a, b) { return b[0] - a[0]; });
+    out.innerHTML = hits.slice(0, 30).map(function (x) {
+      var e = x[1], t = e.text, k = Math.max(0, t.toLowerCase().indexOf(words[0]) - 40);
+      return '<a href="' + root + e.url + '">' + esc(e.page) + " &middot; " + esc(e.title) +
+             "<small>" + esc((k > 0 ? "\u2026" : "") + t.substr(k, 120)) + "\u2026</small></a>";
+    }).join("") || '<a>nothing found</a>';
+    out.style.display = "block";
+  }
+  box.addEventListener("input", run);
+  box.addEventListener("focus", run);
+  box.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape") { out.style.display = "none"; box.blur(); }
+    if (ev.key === "Enter") { var a = out.querySelector("a[href]"); if (a) window.location.href = a.href; }
+  });
+  document.addEventListener("click", function (ev) { if (ev.target !== box && !out.contains(ev.target)) out.style.display = "none"; });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "/" && document.activeElement !== box) { ev.preventDefault(); box.focus(); }
+  });
+})();
 """
 
 
+def _rel(from_dir, target):
+    return os.path.relpath(target, from_dir).replace(os.sep, "/")
+
+
+def rewrite_links(text, src_dir, out_page, out, book_dir):
+    """Markdown links and images of one page, for the HTML in OUT: chapters -> .html, exercise
+    READMEs -> exercises/NAME.html, images copied next to the pages, anything else in the
+    repository -> a relative link to the file itself."""
+    page_dir = os.path.dirname(out_page)
+
+    def target_of(path):
+        full = os.path.normpath(os.path.join(src_dir, path))
+        rel = os.path.relpath(full, ROOT).replace(os.sep, "/")
+        if rel.startswith("book/") and rel.endswith(".md") and "/" not in rel[5:]:
+            return os.path.join(out, rel[5:-3] + ".html")
+        m = re.fullmatch(r"chapters/(?:([\w-]+)/)?README\.md", rel)
+        if m:
+            return os.path.join(out, "exercises", (m.group(1) or "index") + ".html")
+        m = re.fullmatch(r"chapters/([\w-]+)\.md", rel)
+        if m:
+            return os.path.join(out, "exercises", m.group(1) + ".html")
+        if rel.startswith("book/img/"):
+            return os.path.join(out, "img", rel[len("book/img/"):])
+        if re.search(r"\.(svg|png|jpg|gif)$", rel) and os.path.isfile(full):
+            dest = os.path.join(out, "img", "repo", rel.replace("/", "_"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copyfile(full, dest)
+            return dest
+        return full
+
+    def fix(m):
+        label, target = m.group(1), m.group(2)
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            return m.group(0)
+        path, _, frag = target.partition("#")
+        if not path:
+            return m.group(0)
+        new = _rel(page_dir, target_of(path)) + ("#" + frag if frag else "")
+        return "%s(%s)" % (label, new)
+
+    lines, in_fence = [], None
+    for line in text.split("\n"):
+        fm = FENCE.match(line)
+        if fm:
+            if in_fence is None:
+                in_fence = fm.group(2)[0]
+            elif fm.group(2)[0] == in_fence and not fm.group(3):
+                in_fence = None
+        elif in_fence is None:
+            line = re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def mark_blocks(text, code_href):
+    """Fence info strings become classes pandoc understands; checked and illustrative blocks
+    get a caption line saying what they are."""
+    lines = []
+    for line in text.split("\n"):
+        m = FENCE.match(line)
+        if m and m.group(3):
+            kind, arg = kind_of(m.group(3))
+            lang = m.group(3).split()[0]
+            cap = None
+            if kind == "try":
+                line = m.group(1) + m.group(2) + " {.sh .try}"
+            elif kind == "output":
+                cap = "$ " + html.escape(arg)
+                line = m.group(1) + m.group(2) + " {.text .output}"
+            elif kind == "quote":
+                cap = 'from <a href="%s">%s</a>' % (html.escape(code_href(arg.split(":")[0])), html.escape(arg))
+                line = m.group(1) + m.group(2) + " {.%s .quote}" % lang
+            elif kind == "illustrative":
+                cap = "illustrative, not checked: " + html.escape(arg)
+                line = m.group(1) + m.group(2) + " {.%s .illustrative}" % lang
+            elif kind in ("diagram", "sketch"):
+                line = m.group(1) + m.group(2) + " {.%s .%s}" % (lang, kind)
+            else:
+                line = m.group(1) + m.group(2) + " " + lang
+            if cap:
+                lines += ["```{=html}", '<div class="cmd">%s</div>' % cap, "```", ""]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def pandoc_page(md, target, title, root, lua, before, after, toc):
+    args = ["pandoc", "--from", "markdown", "--to", "html5", "--standalone",
+            "--lua-filter", lua, "--css", root + "book.css", "--metadata", "pagetitle=" + title,
+            "--include-before-body", before, "--include-after-body", after, "-o", target]
+    if toc:
+        args[1:1] = ["--toc", "--toc-depth=3"]
+    return subprocess.run(args, input=md, text=True, capture_output=True)
+
+
+def section_index(page_html, url, page_title):
+    """(title, anchor, text) of each section of a rendered page, for the search."""
+    body = page_html.split("<body", 1)[-1]
+    body = re.sub(r'<nav id="TOC".*?</nav>', "", body, flags=re.S)
+    body = re.sub(r"<(header|script)\b.*?</\1>", "", body, flags=re.S)
+    parts = re.split(r'<h([1-3]) id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
+    out = []
+    def clean(h):
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
+    first = clean(parts[0])
+    if first:
+        out.append({"page": page_title, "title": page_title, "url": url, "text": first[:4000]})
+    for k in range(1, len(parts) - 3, 4):
+        anchor, title, text = parts[k + 1], clean(parts[k + 2]), clean(parts[k + 3])
+        out.append({"page": page_title, "title": title, "url": url + "#" + anchor, "text": text[:4000]})
+    return out
+
+
 def render(args, src):
+    import json
     out = os.path.join(ROOT, args.render) if not os.path.isabs(args.render) else args.render
     os.makedirs(out, exist_ok=True)
     if not shutil.which("pandoc"):
         print("make book: pandoc is missing (make deps installs it)")
         return 1
     chapters = sorted(glob.glob(os.path.join(args.book_dir, "*.md")))
+    exercises = sorted(glob.glob(os.path.join(ROOT, "chapters", "*", "README.md")))
+    guides = sorted(f for f in glob.glob(os.path.join(ROOT, "chapters", "*.md")) if not f.endswith("README.md"))
+    if os.path.isfile(os.path.join(ROOT, "chapters", "README.md")):
+        guides.insert(0, os.path.join(ROOT, "chapters", "README.md"))
+    exercises = guides + exercises
     # Bare file names in code references (gen_model.cpp) resolve to their real paths.
     paths = {}
     for f in src.files:
         paths.setdefault(os.path.basename(f), f)
         paths[f] = f
-    lua = LUA_FILTER.replace("__PATHS__", "{" + ",".join('["%s"]="%s"' % (k, v) for k, v in paths.items()) + "}")
-    with open(os.path.join(out, "links.lua"), "w") as f:
-        f.write(lua)
+    table = "{" + ",".join('["%s"]="%s"' % (k, v) for k, v in paths.items()) + "}"
     with open(os.path.join(out, "book.css"), "w") as f:
         f.write(CSS)
+    with open(os.path.join(out, "search.js"), "w") as f:
+        f.write(SEARCH_JS)
     img = os.path.join(args.book_dir, "img")
     if os.path.isdir(img):
         shutil.copytree(img, os.path.join(out, "img"), dirs_exist_ok=True)
-    for k, path in enumerate(chapters):
+    os.makedirs(os.path.join(out, "exercises"), exist_ok=True)
+
+    def title_of(text, name):
+        return next((l.lstrip("# ").strip() for l in text.split("\n") if l.startswith("# ")), name)
+
+    pages = []   # (source, output html, title, depth)
+    for path in chapters:
         name = os.path.splitext(os.path.basename(path))[0]
+        pages.append((path, os.path.join(out, name + ".html"), None, ""))
+    for path in exercises:
+        d = os.path.basename(os.path.dirname(path))
+        name = d if d != "chapters" else "index" if path.endswith("README.md") else os.path.basename(path)[:-3]
+        pages.append((path, os.path.join(out, "exercises", name + ".html"), None, "../"))
+    texts = {}
+    for k, (path, target, _, root) in enumerate(pages):
         with open(path, encoding="utf-8") as f:
-            text = f.read()
-        title = next((l.lstrip("# ").strip() for l in text.split("\n") if l.startswith("# ")), name)
-        # Fence info strings become classes pandoc understands; output blocks name their command.
-        lines = []
-        for line in text.split("\n"):
-            m = FENCE.match(line)
-            if m and m.group(3):
-                kind, cmd = kind_of(m.group(3))
-                if kind == "try":
-                    line = m.group(1) + m.group(2) + " {.sh .try}"
-                elif kind == "output":
-                    lines += ["```{=html}", '<div class="cmd">$ %s</div>' % html.escape(cmd), "```", ""]
-                    line = m.group(1) + m.group(2) + " {.text .output}"
-                else:
-                    line = m.group(1) + m.group(2) + " " + m.group(3).split()[0]
-            lines.append(line)
-        nav = ['<nav>']
-        if k > 0:
-            nav.append('<a href="%s.html">&larr; previous</a> &middot; ' % os.path.splitext(os.path.basename(chapters[k - 1]))[0])
-        nav.append('<a href="index.html">contents</a>')
-        if k + 1 < len(chapters):
-            nav.append(' &middot; <a href="%s.html">next &rarr;</a>' % os.path.splitext(os.path.basename(chapters[k + 1]))[0])
-        nav.append('</nav>')
-        navfile = os.path.join(out, ".nav.html")
-        with open(navfile, "w") as f:
-            f.write("".join(nav))
-        target = os.path.join(out, name + ".html")
-        r = subprocess.run(["pandoc", "--from", "markdown", "--to", "html5", "--standalone",
-                            "--lua-filter", os.path.join(out, "links.lua"), "--css", "book.css",
-                            "--metadata", "pagetitle=" + title, "--include-after-body", navfile,
-                            "-o", target], input="\n".join(lines), text=True, capture_output=True)
+            texts[path] = f.read()
+        name = os.path.splitext(os.path.basename(target))[0]
+        pages[k] = (path, target, title_of(texts[path], name), root)
+
+    index, tmp = [], os.path.join(out, ".tmp")
+    os.makedirs(tmp, exist_ok=True)
+    for k, (path, target, title, root) in enumerate(pages):
+        is_chapter = path in chapters
+        lua = os.path.join(tmp, "links%d.lua" % len(root))
+        with open(lua, "w") as f:
+            f.write(LUA_FILTER.replace("__PATHS__", table).replace("__ROOT__", root + "../../"))
+        seq = [p for p in pages if (p[0] in chapters) == is_chapter]
+        i = seq.index(pages[k])
+        prev_, next_ = (seq[i - 1] if i > 0 else None), (seq[i + 1] if i + 1 < len(seq) else None)
+        href = lambda p: _rel(os.path.dirname(target), p[1])
+        top = ['<header class="top"><a class="book" href="%sindex.html">Lantern</a>' % root,
+               '<a href="%sindex.html">contents</a>' % root,
+               '<a href="%sexercises/index.html">exercises</a>' % root]
+        if prev_:
+            top.append('<a href="%s" title="%s">&larr; previous</a>' % (href(prev_), html.escape(prev_[2])))
+        if next_:
+            top.append('<a href="%s" title="%s">next &rarr;</a>' % (href(next_), html.escape(next_[2])))
+        top.append('<span class="search"><input id="search" type="search" placeholder="search the book (/)" '
+                   'aria-label="search the book" autocomplete="off"><span id="search-results"></span></span></header>')
+        before = os.path.join(tmp, "before.html")
+        with open(before, "w") as f:
+            f.write("".join(top) + '\n<main data-root="%s">' % root)
+        pager = ['</main><nav class="pager"><main>']
+        if prev_:
+            pager.append('<a href="%s">&larr; %s</a> &middot; ' % (href(prev_), html.escape(prev_[2])))
+        pager.append('<a href="%sindex.html">contents</a>' % root)
+        if next_:
+            pager.append(' &middot; <a href="%s">%s &rarr;</a>' % (href(next_), html.escape(next_[2])))
+        pager.append("</main></nav>")
+        pager.append('<script src="%ssearch-index.js"></script><script src="%ssearch.js"></script>' % (root, root))
+        after = os.path.join(tmp, "after.html")
+        with open(after, "w") as f:
+            f.write("".join(pager))
+        text = rewrite_links(texts[path], os.path.dirname(path), target, out, args.book_dir)
+        code_href = lambda fname: root + "../../" + paths.get(fname, fname)
+        md = mark_blocks(text, code_href)
+        r = pandoc_page(md, target, title, root, lua, before, after,
+                        toc=not os.path.basename(target).startswith(("00-", "index")))
         if r.returncode != 0:
             print("make book: pandoc failed on %s:\n%s" % (os.path.relpath(path, ROOT), r.stderr))
             return 1
-        if name.startswith("00-"):
+        with open(target, encoding="utf-8") as f:
+            page = f.read().replace("<body>", '<body data-root="%s">' % root, 1)
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(page)
+        index += section_index(page, _rel(out, target), title)
+        if os.path.basename(path).startswith("00-"):
             shutil.copyfile(target, os.path.join(out, "index.html"))
-    if os.path.exists(os.path.join(out, ".nav.html")):
-        os.remove(os.path.join(out, ".nav.html"))
-    print("make book: %d chapters -> %s/index.html" % (len(chapters), os.path.relpath(out, ROOT)))
+    with open(os.path.join(out, "search-index.js"), "w") as f:
+        f.write("window.BOOK_INDEX = " + json.dumps(index, ensure_ascii=False) + ";\n")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("make book: %d chapters, %d exercise pages -> %s/index.html"
+          % (len(chapters), len(exercises), os.path.relpath(out, ROOT)))
     return 0
 
 

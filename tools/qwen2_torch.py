@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A small, readable PyTorch implementation of the Qwen2 architecture.
+"""A small, readable PyTorch implementation of the Qwen2 architecture (and Qwen3 dense).
 
 Lantern uses this one module twice:
   * as the *reference* the C++ engine is compared against (tests/, float64 ground truth), and
@@ -11,6 +11,9 @@ It runs on Debian's python3-torch (1.13) under /usr/bin/python3 and needs nothin
 
 Parameter names equal Hugging Face's Qwen2ForCausalLM, so `state_dict()` keys are the
 safetensors tensor names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.bias, ...).
+A config.json with "model_type": "qwen3" gives Qwen3ForCausalLM instead: no q/k/v biases
+(attention_bias false), an RMSNorm over each head of q and k before RoPE (self_attn.q_norm,
+self_attn.k_norm, [head_dim] each), and head_dim read from the config.
 
 Cross-checking against Hugging Face, where `transformers` is installed (not needed by Lantern):
     from transformers import Qwen2ForCausalLM
@@ -101,16 +104,27 @@ class Attention(nn.Module):
         self.head_dim = config.get("head_dim") or d // self.n_heads
         self.theta = float(config.get("rope_theta", 10000.0))
         assert self.n_heads % self.n_kv == 0, "query heads must be a multiple of KV heads"
-        self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=True, **kw)
-        self.k_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=True, **kw)
-        self.v_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=True, **kw)
+        qwen3 = config.get("model_type") == "qwen3"
+        bias = bool(config.get("attention_bias", not qwen3))   # Qwen2: always biased; Qwen3: none
+        self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=bias, **kw)
+        self.k_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=bias, **kw)
+        self.v_proj = nn.Linear(d, self.n_kv * self.head_dim, bias=bias, **kw)
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, d, bias=False, **kw)
+        if qwen3:   # QK-norm: one RMSNorm over head_dim, shared by all heads of q (of k)
+            eps = float(config.get("rms_norm_eps", 1e-6))
+            self.q_norm = RMSNorm(self.head_dim, eps, **kw)
+            self.k_norm = RMSNorm(self.head_dim, eps, **kw)
+        self.qk_norm = qwen3
 
     def forward(self, x, cos, sin, mask):
         B, T, _ = x.shape
         hd = self.head_dim
-        q = self.q_proj(x).view(B, T, self.n_heads, hd).transpose(1, 2)   # [B, H, T, hd]
-        k = self.k_proj(x).view(B, T, self.n_kv, hd).transpose(1, 2)      # [B, KV, T, hd]
+        q = self.q_proj(x).view(B, T, self.n_heads, hd)
+        k = self.k_proj(x).view(B, T, self.n_kv, hd)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.transpose(1, 2)                                               # [B, H, T, hd]
+        k = k.transpose(1, 2)                                               # [B, KV, T, hd]
         v = self.v_proj(x).view(B, T, self.n_kv, hd).transpose(1, 2)
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)

@@ -1,4 +1,4 @@
-// chapters/attention/checker.cpp — the student's attention_head against the engine's.
+// chapters/attention/checker.cpp — the student's attention_head_plain against the engine's.
 //
 // 1. the book's worked example; 2. one position (the weight is 1); 3. random
 // caches: several KV heads side by side (so the stride is not head_dim),
@@ -7,16 +7,16 @@
 // models/tiny at every step of a greedy generation, f32 and bf16 caches.
 #include "../checker_common.h"
 
-void attention_head_reference(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+void attention_head_plain_reference(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                               size_t stride, DType kv_type, int n, int head_dim);
-void attention_head_student(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+void attention_head_plain_student(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                             size_t stride, DType kv_type, int n, int head_dim);
 
 // The engine's calls land here.
-void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim) {
-    if (g_side == Side::Reference) attention_head_reference(out, scores, q, keys, values, stride, kv_type, n, head_dim);
-    else attention_head_student(out, scores, q, keys, values, stride, kv_type, n, head_dim);
+    if (g_side == Side::Reference) attention_head_plain_reference(out, scores, q, keys, values, stride, kv_type, n, head_dim);
+    else attention_head_plain_student(out, scores, q, keys, values, stride, kv_type, n, head_dim);
 }
 
 // A little KV cache: n positions, each holding n_kv heads of head_dim
@@ -82,8 +82,8 @@ static void run_case(Group& g, const std::string& name, const Cache& c, int head
                      double rtol, const std::string& hint = "") {
     g.start(fmt("%s: n=%d, head_dim=%d, KV head %d of %d, %s", name.c_str(), c.n, c.hd, head, c.n_kv, dtype_name(c.type)));
     std::vector<float> want(c.hd), got(c.hd, 12345.0f), ws(c.n), gs(c.n, 12345.0f);
-    attention_head_reference(want.data(), ws.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);
-    attention_head_student(got.data(), gs.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);
+    attention_head_plain_reference(want.data(), ws.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);
+    attention_head_plain_student(got.data(), gs.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);
     std::string d = compare(want, got, rtol);
     if (!d.empty()) {
         std::string why = diagnose(got, q.data(), c, head);

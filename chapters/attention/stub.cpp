@@ -5,7 +5,7 @@
 // head, per new token: the token's query looks at the keys of every
 // position so far (itself included), turns the scores into weights, and
 // mixes the values. `make exercise EX=attention` builds this file into the
-// engine in place of kernels.cpp's attention_head and checks it.
+// engine in place of kernels.cpp's attention_head_plain and checks it.
 #include <cmath>
 #include "kernels.h"
 
@@ -36,7 +36,7 @@
 //
 // Hints: out starts as garbage, so zero it first. The checker feeds scores
 // in the thousands: softmax must subtract the largest score before exp().
-void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim) {
     for (int i = 0; i < head_dim; i++) out[i] = 0.0f;  // the stub: no attention at all
     for (int j = 0; j < n; j++) scores[j] = 0.0f;

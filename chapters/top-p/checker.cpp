@@ -1,6 +1,7 @@
 // chapters/top-p/checker.cpp — the student's apply_top_p against the engine's.
 //
-// 1. the book's five tokens; 2. edge cases: p = 1, the exact boundary, ties,
+// 1. the book's five tokens; 2. edge cases: p = 1, the exact boundary, ties
+// (5 and 32 tokens: std::sort keeps equal elements in order only up to 16),
 // tokens top-k already removed, one survivor, huge logits; 3. random rows
 // up to the vocabulary's size (p kept away from rounding's reach); 4. whole
 // generations of models/tiny with top-p on: the same token ids.
@@ -96,6 +97,16 @@ int main() {
              "at 0.25 + 0.25 = 0.5 the total reaches p = 0.5: stop there (>=), keeping two.");
     run_case(edge, "ties at the cut: lower ids first", {0, 2, 2, 2, 2}, 0.3f,
              "equal logits are ordered by id: the lower id is kept first.");
+    {
+        // Past 16 elements std::sort stops being an insertion sort and no
+        // longer keeps equal elements in id order: a comparator without the
+        // tie-break passes the five-token case above by luck, not this one.
+        std::vector<float> ties(32, 2.0f);
+        ties[0] = 0.0f;
+        run_case(edge, "31 tied tokens, the cut in the middle: lower ids first", ties, 0.3f,
+                 "equal logits are ordered by id: sort with (l[a] > l[b]) || (l[a] == l[b] && a < b). std::sort "
+                 "does not keep the order of equal elements.");
+    }
     {
         std::vector<float> l = {0.5f, NEG_INF, 3.0f, NEG_INF, 2.5f, 1.0f, NEG_INF};
         run_case(edge, "tokens top-k removed take no part", l, 0.6f,

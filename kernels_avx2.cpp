@@ -1,0 +1,232 @@
+// kernels_avx2.cpp — the micro-kernels for AVX2 + FMA + F16C (x86-64 since
+// 2013-2015): 16 registers of 8 floats. kernels_fast.cpp drives them and
+// explains the summation order; here the 16 lanes of that order are two
+// registers, lanes 0-7 and 8-15, so every dot product has two accumulators.
+//
+// The functions carry their instruction sets (the pragma below), so this
+// file compiles on any x86-64 compiler flags and runs only where
+// kernels.cpp:kernels_init found the CPU supports it.
+#include "kernels.h"
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+#define INLINE static inline __attribute__((always_inline))
+
+// 8 + 8 lanes -> one float: the fold (lo + hi), then the 8-lane tree
+// ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
+INLINE float hsum16(__m256 lo, __m256 hi) {
+    __m256 u = _mm256_add_ps(lo, hi);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));  // u0+u4 .. u3+u7
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));  // (u0+u4)+(u2+u6), (u1+u5)+(u3+u7)
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 8 weights of a row from column c, widened to f32 in a register.
+// bf16 is the top half of an f32: zero-extend each 16-bit value to 32 bits
+// and shift it up by 16. f16 has its own instruction (F16C).
+INLINE __m256 load8(DType dt, const void* row, int c) {
+    switch (dt) {
+        case DType::BF16: {
+            __m128i h = _mm_loadu_si128((const __m128i*)((const uint16_t*)row + c));
+            return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        }
+        case DType::F16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)row + c)));
+        default: return _mm256_loadu_ps((const float*)row + c);
+    }
+}
+
+// Values c .. c+15 of a row, zero-padded past n: copied into a zeroed
+// buffer and widened from there, so nothing is read past the end.
+INLINE void load16_tail(DType dt, const void* row, int c, int n, __m256& lo, __m256& hi) {
+    size_t elt = dt == DType::F32 ? 4 : 2;
+    alignas(32) uint8_t buf[16 * 4] = {0};
+    std::memcpy(buf, (const uint8_t*)row + c * elt, (n - c) * elt);
+    lo = load8(dt, buf, 0);
+    hi = load8(dt, buf, 8);
+}
+
+// ROWS x NT dot products, each in two accumulators. Per half-step (8
+// columns) it loads NT activations and ROWS weights and does ROWS x NT FMAs.
+// With 3 rows x 2 tokens: 12 accumulators + 2 activations + 1 weight = 15
+// of the 16 registers. The empty asm statements emit no instruction; they
+// say "this value is in a register here", so GCC does not fold a load of x
+// into every FMA (loads, not FMAs, would then set the pace).
+const int ROWS = 3, TOKENS = 2;
+INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
+                   float out[MAX_TILE][MAX_TILE]) {
+    __m256 lo[ROWS][TOKENS], hi[ROWS][TOKENS];
+#pragma GCC unroll 4
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m256 xv[TOKENS];
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm256_loadu_ps(x[t] + c);
+            __asm__("" : "+x"(xv[t]));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++) {
+            __m256 wv = load8(dt, w[r], c);
+            __asm__("" : "+x"(wv));
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) lo[r][t] = _mm256_fmadd_ps(wv, xv[t], lo[r][t]);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm256_loadu_ps(x[t] + c + 8);
+            __asm__("" : "+x"(xv[t]));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++) {
+            __m256 wv = load8(dt, w[r], c + 8);
+            __asm__("" : "+x"(wv));
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) hi[r][t] = _mm256_fmadd_ps(wv, xv[t], hi[r][t]);
+        }
+    }
+    if (c < cols) {  // the same step once more, zero-padded
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++) {
+            __m256 wl, wh;
+            load16_tail(dt, w[r], c, cols, wl, wh);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                __m256 xl, xh;
+                load16_tail(DType::F32, x[t], c, cols, xl, xh);
+                lo[r][t] = _mm256_fmadd_ps(wl, xl, lo[r][t]);
+                hi[r][t] = _mm256_fmadd_ps(wh, xh, hi[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) out[r][t] = hsum16(lo[r][t], hi[r][t]);
+}
+
+// tile_n force-inlined with dt and the token count constants: one copy per
+// weight type and count, loops unrolled, accumulators in registers.
+INLINE void tile_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                    float out[MAX_TILE][MAX_TILE]) {
+    if (n_tokens == 2) tile_n(dt, w, x, 2, cols, out);
+    else tile_n(dt, w, x, 1, cols, out);
+}
+static void tile_avx2(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                      float out[MAX_TILE][MAX_TILE]) {
+    if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, out);
+    else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, out);
+    else tile_dt(DType::F32, w, x, n_tokens, cols, out);
+}
+
+// Q8_0. Per block of 32 and (row, token) pair, the integer dot product of
+// two int8 vectors takes three instructions:
+//   sign(x, w)      x with w's sign moved onto it (so that |w| * that = w * x)
+//   maddubs(|w|, .) multiplies unsigned by signed bytes, adds neighbours: 16 int16
+//   madd(., 1)      adds neighbouring int16 pairs: 8 int32, lane j = bytes 4j..4j+3
+// No overflow: |w| <= 128, |x| <= 127, so a pair is at most 2 * 128 * 127 = 32512.
+// Then one float conversion and one FMA by the product of the two scales.
+INLINE __m256 q8_block_dot(__m256i wq, __m256i wabs, __m256i xq) {
+    __m256i prod16 = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq, wq));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(prod16, _mm256_set1_epi16(1)));
+}
+
+INLINE float scale(const uint8_t* block) {
+    uint16_t h;
+    std::memcpy(&h, block, 2);
+    return _cvtsh_ss(h);
+}
+
+// Q8_ROWS x NT pairs; even blocks into lo, odd blocks into hi.
+const int Q8_ROWS = 2, Q8_TOKENS = 2;
+INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, __m256 acc[Q8_ROWS][Q8_TOKENS]) {
+    __m256i xq[Q8_TOKENS];
+    float dx[Q8_TOKENS];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+        dx[t] = scale(x[t] + off);
+        xq[t] = _mm256_loadu_si256((const __m256i*)(x[t] + off + 2));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < Q8_ROWS; r++) {
+        float dw = scale(w[r] + off);
+        __m256i wq = _mm256_loadu_si256((const __m256i*)(w[r] + off + 2));
+        __m256i wabs = _mm256_abs_epi8(wq);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = _mm256_fmadd_ps(q8_block_dot(wq, wabs, xq[t]), _mm256_set1_ps(dw * dx[t]), acc[r][t]);
+    }
+}
+
+INLINE void tile_q8_n(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks,
+                      float out[MAX_TILE][MAX_TILE]) {
+    __m256 lo[Q8_ROWS][Q8_TOKENS], hi[Q8_ROWS][Q8_TOKENS];
+#pragma GCC unroll 4
+    for (int r = 0; r < Q8_ROWS; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+    int b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, lo);
+        q8_step(w, x, NT, (size_t)(b + 1) * Q8_BLOCK_BYTES, hi);
+    }
+    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, lo);
+#pragma GCC unroll 4
+    for (int r = 0; r < Q8_ROWS; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) out[r][t] = hsum16(lo[r][t], hi[r][t]);
+}
+
+static void tile_q8_avx2(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
+                         float out[MAX_TILE][MAX_TILE]) {
+    if (n_tokens == 2) tile_q8_n(w, x, 2, n_blocks, out);
+    else tile_q8_n(w, x, 1, n_blocks, out);
+}
+
+// Attention: q . k for one key, and y += alpha * v.
+INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = lo;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(dt, b, i), lo);
+        hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(dt, b, i + 8), hi);
+    }
+    if (i < n) {
+        __m256 al, ah, bl, bh;
+        load16_tail(DType::F32, a, i, n, al, ah);
+        load16_tail(dt, b, i, n, bl, bh);
+        lo = _mm256_fmadd_ps(al, bl, lo);
+        hi = _mm256_fmadd_ps(ah, bh, hi);
+    }
+    return hsum16(lo, hi);
+}
+static float dot_avx2(const float* a, const uint8_t* b, DType bt, int n) {
+    if (bt == DType::BF16) return dot_dt(DType::BF16, a, b, n);
+    if (bt == DType::F16) return dot_dt(DType::F16, a, b, n);
+    return dot_dt(DType::F32, a, b, n);
+}
+
+static void axpy_avx2(float* y, float alpha, const uint8_t* x, DType xt, int n) {
+    __m256 a = _mm256_set1_ps(alpha);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, load8(xt, x, i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) {
+        float v = xt == DType::BF16 ? bf16_to_f32(((const uint16_t*)x)[i])
+                : xt == DType::F16  ? _cvtsh_ss(((const uint16_t*)x)[i]) : ((const float*)x)[i];
+        y[i] = std::fma(alpha, v, y[i]);
+    }
+}
+
+#pragma GCC pop_options
+
+const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
+                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2};
+#endif  // __x86_64__

@@ -1,0 +1,229 @@
+// kernels_avx512.cpp — the micro-kernels for AVX-512 (F, BW, VL, BF16,
+// VNNI: Intel since Ice Lake, AMD since Zen 4). What a zmm register buys
+// over AVX2:
+//   - 16 floats per register: the 16 lanes of the summation order
+//     (kernels_fast.cpp) are exactly one register, one accumulator per dot
+//     product, half the instructions of AVX2 per weight;
+//   - 32 registers instead of 16: the prefill tile grows to 4 rows x 6
+//     tokens (24 accumulators), so each weight loaded serves 6 tokens;
+//   - masked loads: a row's last few values load without reading past its
+//     end and without a copy;
+//   - VNNI: vpdpbusd multiplies unsigned by signed bytes and adds each group
+//     of 4 products into an int32 lane, in one instruction (AVX2 needs three).
+//
+// The functions carry their instruction sets (the pragma below), so this
+// file compiles on any x86-64 compiler flags and runs only where
+// kernels.cpp:kernels_init found the CPU supports it.
+#include "kernels.h"
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+// GCC 12's AVX-512 headers build some results from _mm512_undefined_*(),
+// which -Wmaybe-uninitialized reports inside every caller: a false alarm.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni")
+
+#define INLINE static inline __attribute__((always_inline))
+
+// 16 lanes -> one float: the fold u[j] = l[j] + l[j+8], then the 8-lane
+// tree ((u0+u4) + (u2+u6)) + ((u1+u5) + (u3+u7)).
+INLINE float hsum(__m512 l) {
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l), 1));  // AVX512F (no DQ)
+    __m256 u = _mm256_add_ps(_mm512_castps512_ps256(l), hi);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Values c .. c+15 of a row widened to f32; `m` masks off those past the
+// row's end (they load as zeros and are never read from memory). bf16 is the
+// top half of an f32: zero-extend to 32 bits and shift up by 16.
+INLINE __m512 load16(DType dt, const void* row, int c, __mmask16 m = 0xFFFF) {
+    switch (dt) {
+        case DType::BF16: {
+            __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t*)row + c);
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        }
+        case DType::F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t*)row + c));
+        default: return _mm512_maskz_loadu_ps(m, (const float*)row + c);
+    }
+}
+
+// ROWS x NT dot products, one register each. Per step (16 columns) it loads
+// NT activations and ROWS weights and does ROWS x NT FMAs: at 4 x 6, 24
+// accumulators + 6 activations + 1 weight = 31 of the 32 registers. The
+// empty asm statements emit no instruction; they say "this value is in a
+// register here", so GCC does not fold a load of x into every FMA.
+const int ROWS = 4, TOKENS = 6;
+INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
+                   float out[MAX_TILE][MAX_TILE]) {
+    __m512 acc[ROWS][TOKENS];
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m512 xv[TOKENS];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm512_loadu_ps(x[t] + c);
+            __asm__("" : "+v"(xv[t]));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; r++) {
+            __m512 wv = load16(dt, w[r], c);
+            __asm__("" : "+v"(wv));
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    if (c < cols) {  // the same step once more, zero-padded by the mask
+        __mmask16 m = (__mmask16)((1u << (cols - c)) - 1);
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; r++) {
+            __m512 wv = load16(dt, w[r], c, m);
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_fmadd_ps(wv, load16(DType::F32, x[t], c, m), acc[r][t]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+}
+
+// tile_n force-inlined with dt and the token count constants: one copy per
+// weight type and count, loops unrolled, accumulators in registers.
+INLINE void tile_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                    float out[MAX_TILE][MAX_TILE]) {
+    switch (n_tokens) {
+        case 6: tile_n(dt, w, x, 6, cols, out); break;
+        case 5: tile_n(dt, w, x, 5, cols, out); break;
+        case 4: tile_n(dt, w, x, 4, cols, out); break;
+        case 3: tile_n(dt, w, x, 3, cols, out); break;
+        case 2: tile_n(dt, w, x, 2, cols, out); break;
+        default: tile_n(dt, w, x, 1, cols, out); break;
+    }
+}
+static void tile_avx512(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                        float out[MAX_TILE][MAX_TILE]) {
+    if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, out);
+    else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, out);
+    else tile_dt(DType::F32, w, x, n_tokens, cols, out);
+}
+
+// Q8_0 with VNNI. One step takes two blocks (b even, b+1) of a row into one
+// register: block b's 32 bytes in the low half, block b+1's in the high half.
+// vpdpbusd(acc, u, s) adds, to each int32 lane j, u[4j]*s[4j] + ... +
+// u[4j+3]*s[4j+3] with u unsigned and s signed bytes: lane j (0-7) is then
+// bytes 4j..4j+3 of block b, lane 8+j those of block b+1 — the order's lanes.
+// Both operands are signed here, so the activations are shifted to unsigned,
+// u = x + 128 (flipping the top bit), and the extra 128 * sum(w) is taken off
+// first: the accumulator starts at -vpdpbusd(0, 128, w), computed once per
+// row and step for all tokens. Every step is exact integer arithmetic.
+// Then, as in the order, fma((float)sum, d_w * d_x, lane).
+INLINE __m512i load_2blocks(const uint8_t* p, bool both) {
+    __m256i lo = _mm256_loadu_si256((const __m256i*)(p + 2));
+    if (!both) return _mm512_zextsi256_si512(lo);
+    __m256i hi = _mm256_loadu_si256((const __m256i*)(p + Q8_BLOCK_BYTES + 2));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+INLINE float scale(const uint8_t* block) {
+    uint16_t h;
+    std::memcpy(&h, block, 2);
+    return _cvtsh_ss(h);
+}
+
+// [scale of block b] x 8, [scale of block b+1 (or 0)] x 8
+INLINE __m512 scales_2blocks(const uint8_t* p, bool both) {
+    float hi = both ? scale(p + Q8_BLOCK_BYTES) : 0.0f;
+    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(scale(p)), 0xFF00, _mm_set_ss(hi));
+}
+
+const int Q8_ROWS = 4, Q8_TOKENS = 4;
+INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, bool both,
+                    __m512 acc[Q8_ROWS][Q8_TOKENS]) {
+    const __m512i top = _mm512_set1_epi8((char)0x80);
+    __m512i xu[Q8_TOKENS];
+    __m512 dx[Q8_TOKENS];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++) {
+        xu[t] = _mm512_xor_si512(load_2blocks(x[t] + off, both), top);
+        dx[t] = scales_2blocks(x[t] + off, both);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_ROWS; r++) {
+        __m512i wq = load_2blocks(w[r] + off, both);
+        __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), top, wq));
+        __m512 dw = scales_2blocks(w[r] + off, both);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            __m512i s = _mm512_dpbusd_epi32(start, xu[t], wq);
+            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
+        }
+    }
+}
+
+INLINE void tile_q8_n(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks,
+                      float out[MAX_TILE][MAX_TILE]) {
+    __m512 acc[Q8_ROWS][Q8_TOKENS];
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
+    int b = 0;
+    for (; b + 2 <= n_blocks; b += 2) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, true, acc);
+    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, false, acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < Q8_ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+}
+
+static void tile_q8_avx512(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
+                           float out[MAX_TILE][MAX_TILE]) {
+    switch (n_tokens) {
+        case 4: tile_q8_n(w, x, 4, n_blocks, out); break;
+        case 3: tile_q8_n(w, x, 3, n_blocks, out); break;
+        case 2: tile_q8_n(w, x, 2, n_blocks, out); break;
+        default: tile_q8_n(w, x, 1, n_blocks, out); break;
+    }
+}
+
+// Attention: q . k for one key, and y += alpha * v.
+INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
+    __m512 acc = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load16(dt, b, i), acc);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc = _mm512_fmadd_ps(load16(DType::F32, a, i, m), load16(dt, b, i, m), acc);
+    }
+    return hsum(acc);
+}
+static float dot_avx512(const float* a, const uint8_t* b, DType bt, int n) {
+    if (bt == DType::BF16) return dot_dt(DType::BF16, a, b, n);
+    if (bt == DType::F16) return dot_dt(DType::F16, a, b, n);
+    return dot_dt(DType::F32, a, b, n);
+}
+
+static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n) {
+    __m512 a = _mm512_set1_ps(alpha);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 y0 = _mm512_maskz_loadu_ps(m, y + i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(a, load16(xt, x, i, m), y0));
+    }
+}
+
+#pragma GCC pop_options
+
+const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
+                                    tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512};
+#endif  // __x86_64__

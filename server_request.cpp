@@ -1,0 +1,128 @@
+// server_request.cpp — the body of a generation request, field by field.
+// Every value is taken out through json_read.h (the depth limit and typed,
+// range-checked access every JSON input gets); its JsonError becomes a 400
+// whose "param" is the field.
+#include "server_request.h"
+#include "json_read.h"
+#include "tokenizer.h"
+
+using json = nlohmann::json;
+
+[[noreturn]] static void bad_request(const std::string& param, const std::string& code, const std::string& message) {
+    throw ApiError{400, message, param, code};
+}
+
+// A message's content: a string, or the newer list of parts, of which only
+// {"type": "text", "text": "..."} parts mean anything to a text model.
+static std::string message_content(const json& m, size_t i) {
+    std::string param = strprintf("messages[%zu].content", i);
+    if (!m.contains("content") || !(m["content"].is_string() || m["content"].is_array()))
+        bad_request(param, "invalid_type", "'" + param + "' must be a string or a list of text parts");
+    if (m["content"].is_string()) return m["content"].get<std::string>();
+    std::string text;
+    for (const json& part : m["content"]) {
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+            bad_request(param, "invalid_type", "'" + param + "' parts must be {\"type\": \"text\", \"text\": \"...\"}");
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+// /v1/chat/completions: the messages through the same chat template as
+// `./run "prompt"` (Qwen's default system message when none is given).
+static std::string chat_prompt(const json& b) {
+    if (!json_has(b, "messages")) bad_request("messages", "missing_required_parameter", "'messages' is required");
+    const json& ms = b["messages"];
+    if (!ms.is_array()) bad_request("messages", "invalid_type", "'messages' must be a list of messages");
+    if (ms.empty()) bad_request("messages", "empty_array", "'messages' must hold at least one message");
+    std::vector<ChatMessage> msgs;
+    for (size_t i = 0; i < ms.size(); i++) {
+        std::string param = strprintf("messages[%zu]", i);
+        if (!ms[i].is_object()) bad_request(param, "invalid_type", "'" + param + "' must be an object");
+        if (!ms[i].contains("role") || !ms[i]["role"].is_string())
+            bad_request(param + ".role", "invalid_type", "'" + param + ".role' must be a string");
+        std::string role = ms[i]["role"].get<std::string>();
+        if (role != "system" && role != "user" && role != "assistant")
+            bad_request(param + ".role", "invalid_value",
+                        "'" + param + ".role' is \"" + role + "\"; it must be system, user or assistant");
+        msgs.push_back({role, message_content(ms[i], i)});
+    }
+    return apply_chat_template(msgs, true);
+}
+
+// /v1/completions: the prompt goes to the model as written (like --raw).
+static std::string completion_prompt(const json& b) {
+    if (!json_has(b, "prompt")) bad_request("prompt", "missing_required_parameter", "'prompt' is required");
+    const json& p = b["prompt"];
+    if (p.is_array() && p.size() == 1 && p[0].is_string()) return p[0].get<std::string>();
+    if (!p.is_string()) bad_request("prompt", "invalid_type", "'prompt' must be a string");
+    return p.get<std::string>();
+}
+
+// The sampling fields map one to one onto the command line's flags, so the
+// same settings and seed give the same text. Defaults are the OpenAI API's:
+// temperature 1, top_p 1, no top-k, a fresh random seed per request.
+static void read_generation_fields(const json& b, GenerationRequest& r, uint32_t seed) {
+    SamplerParams& s = r.gen.sampling;
+    s.temperature = (float)json_number(b, "temperature", 1.0, 0, 2, "");
+    s.top_p = (float)json_number(b, "top_p", 1.0, 0, 1, "");
+    if (s.top_p == 0) bad_request("top_p", "invalid_value", "\"top_p\" must be in (0, 1], not 0");
+    s.top_k = (int)json_int(b, "top_k", 0, 0, 1 << 30, "");  // not OpenAI's; llama.cpp's and the CLI's
+    s.frequency_penalty = (float)json_number(b, "frequency_penalty", 0, -2, 2, "");
+    s.presence_penalty = (float)json_number(b, "presence_penalty", 0, -2, 2, "");
+    s.seed = (uint32_t)json_int(b, "seed", seed, 0, 4294967295LL, "");
+    const char* max_name = json_has(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    r.gen.n_predict = (int)json_int(b, max_name, DEFAULT_MAX_TOKENS, 1, 1 << 30, "");
+    json_int(b, "n", 1, 1, 1, "");  // one answer per request
+    // "stop": one string or a list of up to 4. The type is checked before
+    // anything is copied: a list nested 100,000 deep used to be copied
+    // (recursively) first and overflowed the stack.
+    if (json_has(b, "stop")) {
+        const json& st = b["stop"];
+        if (!st.is_string() && !st.is_array())
+            bad_request("stop", "invalid_type", "'stop' must be a non-empty string or a list of them");
+        if (st.is_array() && st.size() > 4) bad_request("stop", "invalid_value", "'stop' holds at most 4 strings");
+        for (size_t i = 0; i < (st.is_array() ? st.size() : 1); i++) {
+            const json& x = st.is_array() ? st[i] : st;
+            if (!x.is_string() || x.get_ref<const std::string&>().empty())
+                bad_request("stop", "invalid_type", "'stop' must be a non-empty string or a list of them");
+            r.gen.stop_strings.push_back(x.get<std::string>());
+        }
+    }
+    // logprobs: chat says {"logprobs": true, "top_logprobs": N}; the older
+    // completions endpoint says {"logprobs": N}. At most 5 alternatives: the
+    // sampler keeps a top-5 (sampler.h: SampleInfo).
+    if (r.chat) {
+        if (json_bool(b, "logprobs", false, "")) r.top_logprobs = (int)json_int(b, "top_logprobs", 0, 0, SampleInfo::TOP, "");
+        else if (json_has(b, "top_logprobs"))
+            bad_request("top_logprobs", "invalid_value", "'top_logprobs' needs \"logprobs\": true");
+    } else if (json_has(b, "logprobs")) r.top_logprobs = (int)json_int(b, "logprobs", 0, 0, SampleInfo::TOP, "");
+    r.stream = json_bool(b, "stream", false, "");
+    if (json_has(b, "stream_options")) {
+        const json& so = b["stream_options"];
+        if (!so.is_object()) bad_request("stream_options", "invalid_type", "'stream_options' must be {\"include_usage\": true|false}");
+        r.include_usage = json_bool(so, "include_usage", false, "");
+    }
+}
+
+GenerationRequest parse_generation_request(const std::string& body, bool chat, uint32_t seed) {
+    json b;
+    try {
+        b = json_parse(body, "");
+    } catch (const LanternError& ex) {  // not JSON, a number past a double, or nested too deep
+        bad_request("", "invalid_json", std::string("the body is not valid JSON: ") + ex.what());
+    }
+    if (!b.is_object()) bad_request("", "invalid_json", "the body must be a JSON object");
+    GenerationRequest r;
+    r.chat = chat;
+    try {
+        r.prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
+        read_generation_fields(b, r, seed);
+    } catch (const JsonError& ex) {  // json_read.h names the field and says what is wrong
+        bad_request(ex.key, ex.code, ex.what());
+    } catch (const json::exception& ex) {  // a type the checks above missed
+        bad_request("", "invalid_type", ex.what());
+    }
+    return r;
+}

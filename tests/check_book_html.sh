@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# tests/check_book_html.sh — the HTML book (make book) in a real browser.
+#
+# Renders book/*.md and the exercise pages into build/book_html_check, then:
+#   1. every relative link and image of every page points at a file that
+#      exists, and a link with #anchor at an id that exists in its page;
+#   2. every page, opened in headless Chromium from disk at 1280 and at 400
+#      pixels wide, loads with no JavaScript error, every image decodes, and
+#      nothing makes the page itself scroll sideways (a wide code block may
+#      scroll inside its box; the page may not);
+#   3. the search index exists and finds a word every reader looks for.
+# First a self-test: a planted page with one broken link, one broken image,
+# one script error and one too-wide element must be rejected for each.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+command -v chromium >/dev/null || { echo "chromium is not installed (make deps)"; exit 1; }
+command -v pandoc >/dev/null || { echo "pandoc is not installed (make deps)"; exit 1; }
+out=build/book_html_check
+rm -rf "$out"
+/usr/bin/python3 tools/book_check.py --render "$out" || exit 1
+profile=$(mktemp -d)
+trap 'rm -rf "$profile"' EXIT
+
+# The probe: added to a copy of each page, next to it (so its relative paths
+# still work). It records script errors, then after load writes one line of
+# findings into the page, which --dump-dom shows.
+probe='<script>
+window.__errs = [];
+window.addEventListener("error", function (e) {
+  if (e.target && e.target !== window && (e.target.src || e.target.href)) window.__errs.push("resource failed: " + (e.target.src || e.target.href));
+  else window.__errs.push("script error: " + e.message);
+}, true);
+window.addEventListener("load", function () {
+  var f = window.__errs.slice();
+  Array.prototype.forEach.call(document.images, function (im) {
+    if (!im.complete || im.naturalWidth === 0) f.push("broken image: " + im.getAttribute("src"));
+  });
+  var w = document.documentElement.scrollWidth, v = document.documentElement.clientWidth;
+  if (w > v + 1) {
+    var wide = "";
+    Array.prototype.forEach.call(document.body.querySelectorAll("*"), function (el) {
+      if (!wide && el.getBoundingClientRect().right > v + 1 && getComputedStyle(el).position !== "fixed")
+        wide = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + el.className : "");
+    });
+    f.push("page overflows sideways: " + w + " px wide in a " + v + " px window (first: " + wide + ")");
+  }
+  var s = document.createElement("div");
+  s.id = "probe-status";
+  s.textContent = f.length ? "PROBE_FAIL " + f.join(" | ") : "PROBE_OK";
+  document.body.appendChild(s);
+});
+</script>'
+
+# browser_check PAGE WIDTH: prints the probe's verdict (and uncaught errors Chromium logged).
+browser_check() {
+    local page=$1 width=$2 copy
+    copy="$(dirname "$page")/.probe-$(basename "$page")"
+    /usr/bin/python3 - "$page" "$copy" "$probe" <<'PY'
+import sys
+page, copy, probe = sys.argv[1:4]
+t = open(page, encoding="utf-8").read()
+i = t.find("<head>")
+t = t[:i + 6] + probe + t[i + 6:] if i >= 0 else probe + t
+open(copy, "w", encoding="utf-8").write(t)
+PY
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+        --disable-component-update --disable-sync --user-data-dir="$profile" --enable-logging=stderr --log-level=0 \
+        --window-size="$width,900" --virtual-time-budget=3000 --dump-dom "file://$PWD/$copy" \
+        >"$copy.dom" 2>"$copy.log"
+    local status
+    status=$(grep -o 'id="probe-status">[^<]*' "$copy.dom" | sed 's/^id="probe-status">//')
+    [ -n "$status" ] || status="PROBE_FAIL the page never finished loading (no probe line)"
+    if grep -qi "uncaught" "$copy.log"; then
+        status="PROBE_FAIL ${status#PROBE_OK}${status:+ | }$(grep -i uncaught "$copy.log" | head -1 | sed 's/.*CONSOLE[^"]*//')"
+        status=${status/PROBE_FAIL PROBE_FAIL/PROBE_FAIL}
+    fi
+    echo "$status"
+    rm -f "$copy" "$copy.dom" "$copy.log"
+}
+
+# link_check DIR: every relative href/src of every .html under DIR resolves.
+link_check() {
+    /usr/bin/python3 - "$1" <<'PY'
+import html, os, re, sys
+root = sys.argv[1]
+pages = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".html") and not f.startswith(".")]
+ids = {}
+def ids_of(p):
+    if p not in ids:
+        ids[p] = set(re.findall(r'\bid="([^"]+)"', open(p, encoding="utf-8").read()))
+    return ids[p]
+bad = 0
+for p in sorted(pages):
+    text = open(p, encoding="utf-8").read()
+    for attr, target in re.findall(r'\b(href|src)="([^"]*)"', text):
+        target = html.unescape(target)
+        if re.match(r"^[a-z]+:", target) or not target:
+            continue
+        path, _, frag = target.partition("#")
+        full = os.path.normpath(os.path.join(os.path.dirname(p), path)) if path else p
+        if not os.path.exists(full):
+            print("%s: %s=\"%s\": no such file" % (os.path.relpath(p, root), attr, target)); bad += 1
+        elif frag and full.endswith(".html") and frag not in ids_of(full):
+            print("%s: %s=\"%s\": no id \"%s\" in %s" % (os.path.relpath(p, root), attr, target, frag, os.path.relpath(full, root))); bad += 1
+print("%d pages, %d broken links" % (len(pages), bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
+echo "== self-test: a planted page must be rejected"
+cat >"$out/planted.html" <<'HTML'
+<!DOCTYPE html><html><head><meta charset="utf-8"><title>planted</title></head><body>
+<p><a href="no-such-page.html">a broken link</a> <a href="01-how-to-read.html#no-such-anchor">a broken anchor</a></p>
+<img src="img/no-such-image.svg" alt="broken">
+<div style="width:3000px">too wide</div>
+<script>no_such_function();</script>
+</body></html>
+HTML
+ok=1
+links=$(link_check "$out" 2>&1)
+for e in 'planted.html: href="no-such-page.html": no such file' 'no id "no-such-anchor"'; do
+    grep -qF "$e" <<<"$links" || { echo "self-test: the link check did not report: $e"; ok=0; }
+done
+verdict=$(browser_check "$out/planted.html" 1280)
+for e in "broken image: img/no-such-image.svg" "script error" "page overflows sideways"; do
+    grep -qF "$e" <<<"$verdict" || { echo "self-test: the browser check did not report: $e (it said: $verdict)"; ok=0; }
+done
+rm -f "$out/planted.html"
+[ $ok = 1 ] || exit 1
+echo "self-test ok: broken link, broken anchor, broken image, script error and overflow all reported"
+
+failed=0
+echo "== links and images"
+link_check "$out" || failed=1
+
+echo "== every page in headless Chromium, 1280 and 400 px wide"
+n=0
+for page in "$out"/*.html "$out"/exercises/*.html; do
+    for width in 1280 400; do
+        verdict=$(browser_check "$page" "$width")
+        n=$((n + 1))
+        if [ "$verdict" != PROBE_OK ]; then echo "FAIL  ${page#"$out"/} at $width px: ${verdict#PROBE_FAIL }"; failed=1; fi
+    done
+done
+echo "$n page loads checked"
+
+echo "== the search index"
+if grep -q '"title": "The KV cache"' "$out/search-index.js" && grep -q "window.BOOK_INDEX" "$out/search-index.js"; then
+    echo "ok    search-index.js has the section \"The KV cache\""
+else echo "FAIL  search-index.js lacks the section \"The KV cache\""; failed=1; fi
+
+[ $failed = 0 ] && echo "ok: the HTML book loads cleanly" || echo "FAILED: see above"
+exit $failed

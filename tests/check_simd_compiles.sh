@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The SIMD kernel files compile whatever the machine running the tests has:
+#   1. kernels_avx512.cpp with the explicit flags -mavx512f -mavx512bw
+#      -mavx512vl -mavx512bf16 -mavx512vnni (on a baseline x86-64 target),
+#      and the object holds what the file promises: 512-bit FMAs (zmm) and
+#      VNNI's vpdpbusd;
+#   2. kernels_avx512.cpp and kernels_avx2.cpp with no instruction-set flags
+#      at all (-march=x86-64): their functions carry their own targets, so a
+#      build for an old CPU still contains them (kernels_init picks them only
+#      where cpuid reports them);
+#   3. kernels_fast.cpp likewise, so the scalar twin builds everywhere.
+# Skipped (reported) on a non-x86-64 machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(uname -m)" != x86_64 ]; then echo "skipped: not an x86-64 machine"; exit 0; fi
+command -v objdump >/dev/null || { echo "skipped: objdump (binutils) is not installed"; exit 0; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+CXX=${CXX:-g++}
+base="-O2 -std=c++17 -Wall -Wextra -Wno-unused-parameter -fopenmp -march=x86-64"
+status=0
+$CXX $base -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mavx512vnni -c kernels_avx512.cpp -o $tmp/a.o
+dis=$(objdump -d --no-show-raw-insn $tmp/a.o)
+for insn in "vfmadd[0-9]*ps.*zmm" "vpdpbusd.*zmm" "vcvtph2ps.*zmm"; do
+    if grep -qE "$insn" <<<"$dis"; then echo "ok: explicit AVX-512 flags: the object has $insn"
+    else echo "FAIL: explicit AVX-512 flags: no $insn in kernels_avx512.o"; status=1; fi
+done
+for f in kernels_avx512.cpp kernels_avx2.cpp kernels_fast.cpp; do
+    if $CXX $base -c $f -o $tmp/b.o; then echo "ok: $f compiles for baseline x86-64 (no -m flags)"
+    else echo "FAIL: $f does not compile for baseline x86-64"; status=1; fi
+done
+if grep -qE "ymm|zmm" <<<"$(objdump -d --no-show-raw-insn $tmp/b.o)"; then
+    echo "FAIL: kernels_fast.cpp for baseline x86-64 uses AVX registers"; status=1
+else echo "ok: the scalar twin for baseline x86-64 uses no AVX instruction"; fi
+exit $status

@@ -1,0 +1,553 @@
+#!/usr/bin/python3
+"""The book's figures (book/img/fig-*.svg), drawn from the engine's own numbers where there are any.
+
+    /usr/bin/python3 tools/figures.py [--out DIR] [NAME ...]     (make figures: all of them)
+    /usr/bin/python3 tools/figures.py --summary NAME              the numbers behind one figure, as text
+
+  attention  causal attention of the default model (trained/kjv) on one verse: every head of
+             every layer, and the most "previous token" head large. The weights come from
+             tools/qwen2_torch.py, the float64 reference the engine is tested against (the
+             engine's own maps are in `./run ... --report`).
+  sampling   the sampling chain filtering the real next-token distribution of trained/kjv
+             (`./run fwd trained/kjv --tokens ... --dump FILE`): top-k 40, top-p 0.95, temperature
+             0.8, the default model's generation_config.json.
+  bpe        byte-level BPE merging one word step by step with trained/kjv's merges; the last
+             line must equal `./run encode trained/kjv TEXT --pieces` (checked here).
+  roofline   the roofline of book/img/data/bench-zen3-2threads.txt (a saved `./run bench`
+             output: the machine is named in it): bandwidth and FMA peak, prefill and decode.
+  rope       RoPE as rotating pairs: three pairs of a 64-wide head, theta 10^6, positions 0..8.
+  gqa        grouped-query attention of Qwen2.5-0.5B: 14 query heads share 2 KV heads.
+  kvcache    the KV cache growing over a generation: a 5-token prompt, then 4 decode steps.
+
+Every figure is deterministic: tests/check_figures.sh redraws them and compares with the
+committed files. Each SVG says, in its caption line, the command that made it.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = "trained/kjv"
+FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
+MONO = "font-family='DejaVu Sans Mono, Menlo, Consolas, monospace'"
+
+
+def run(args):
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("figures.py: `%s` failed:\n%s" % (" ".join(args), r.stderr[-2000:]))
+    return r.stdout
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&apos;")
+
+
+def shown(tok):
+    """A token as text in a figure: leading space as a visible middle dot."""
+    return tok.replace(" ", "\u00b7").replace("\n", "\u21b5")
+
+
+class Svg:
+    def __init__(self, w, h, title, command):
+        self.w, self.h, self.items = w, h, []
+        self.title, self.command = title, command
+
+    def add(self, s):
+        self.items.append(s)
+
+    def text(self, x, y, s, size=12, anchor="start", mono=False, fill="#222", weight="normal", rotate=None):
+        tr = " transform='rotate(%d %.1f %.1f)'" % (rotate, x, y) if rotate is not None else ""
+        self.add("<text x='%.1f' y='%.1f' font-size='%g' text-anchor='%s' fill='%s' font-weight='%s' %s%s>%s</text>"
+                 % (x, y, size, anchor, fill, weight, MONO if mono else FONT, tr, esc(s)))
+
+    def rect(self, x, y, w, h, fill, stroke="none", extra=""):
+        self.add("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' stroke='%s'%s/>" % (x, y, w, h, fill, stroke, extra))
+
+    def line(self, x1, y1, x2, y2, stroke="#222", width=1, extra=""):
+        self.add("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='%g'%s/>" % (x1, y1, x2, y2, stroke, width, extra))
+
+    def save(self, path):
+        body = "\n".join(self.items)
+        cap_y = self.h - 8
+        s = ("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' viewBox='0 0 %d %d'>\n"
+             "<title>%s</title>\n<rect width='100%%' height='100%%' fill='white'/>\n%s\n"
+             "<text x='8' y='%d' font-size='10' fill='#777' %s>made by: %s</text>\n</svg>\n"
+             % (self.w, self.h, self.w, self.h, esc(self.title), body, cap_y, MONO, esc(self.command)))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(s)
+
+
+def heat(p):
+    """Attention weight 0..1 -> colour (white to dark blue, square-root scale)."""
+    t = math.sqrt(max(0.0, min(1.0, p)))
+    c0, c1 = (255, 255, 255), (20, 50, 120)
+    return "#%02x%02x%02x" % tuple(int(round(a + (b - a) * t)) for a, b in zip(c0, c1))
+
+
+# ----------------------------------------------------------------------------- attention
+
+VERSE = "In the beginning God created the heaven and the earth. And the earth was"
+
+
+def encode(text):
+    ids = run(["./run", "encode", MODEL, text]).split("\n")[0].split()
+    return [int(i) for i in ids]
+
+
+def pieces(text):
+    out = []
+    for line in run(["./run", "encode", MODEL, text, "--pieces"]).split("\n")[1:]:
+        m = re.match(r'^(\d+)\s+"(.*)"\s+"(.*)"$', line)
+        if m:
+            out.append((int(m.group(1)), m.group(2), json.loads('"' + m.group(3) + '"')))
+    return out
+
+
+def attention_maps():
+    """[layer][head] = T x T weights of the reference model on VERSE, and the tokens."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import torch
+    import qwen2_torch as q
+    import torch.nn.functional as Fn
+    rec = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(Fn, name)
+
+        @staticmethod
+        def softmax(x, dim=-1):
+            y = Fn.softmax(x, dim=dim)
+            rec.append(y[0].detach().double().numpy())
+            return y
+    q.F = Recording()
+    model, _ = q.load_folder(os.path.join(ROOT, MODEL), torch.float64)
+    toks = pieces(VERSE)
+    ids = torch.tensor([[t[0] for t in toks]])
+    with torch.no_grad():
+        model(ids)
+    return rec, [t[2] for t in toks]
+
+
+def prev_token_share(m):
+    T = len(m)
+    return sum(m[t][t - 1] for t in range(1, T)) / (T - 1)
+
+
+def fig_attention(out, summary=False):
+    maps, toks = attention_maps()
+    L, H, T = len(maps), len(maps[0]), len(toks)
+    shares = [[prev_token_share(maps[l][h]) for h in range(H)] for l in range(L)]
+    bl, bh = max(((l, h) for l in range(L) for h in range(H)), key=lambda lh: shares[lh[0]][lh[1]])
+    first = [[sum(maps[l][h][t][0] for t in range(1, T)) / (T - 1) for h in range(H)] for l in range(L)]
+    if summary:
+        print("tokens (%d): %s" % (T, " | ".join(shown(t) for t in toks)))
+        print("mean weight on the previous token, per head (rows: layers 0-%d)" % (L - 1))
+        for l in range(L):
+            print("  L%d  %s" % (l, "  ".join("%.2f" % shares[l][h] for h in range(H))))
+        print("mean weight on the first token (positions 1..%d)" % (T - 1))
+        for l in range(L):
+            print("  L%d  %s" % (l, "  ".join("%.2f" % first[l][h] for h in range(H))))
+        return
+    cell, lab = 22, 110
+    big_w = lab + T * cell
+    small = 6
+    grid_x = big_w + 50
+    sw = T * small
+    W = grid_x + H * (sw + 14) + 10
+    Hh = max(50 + T * cell + 90, 50 + L * (sw + 26)) + 50
+    svg = Svg(W, Hh, "Causal attention of the default model", "make figures (tools/figures.py attention)")
+    svg.text(8, 18, "layer %d, head %d: %.0f%% of its weight on the previous token"
+             % (bl, bh, 100 * shares[bl][bh]), size=13, weight="bold")
+    y0 = 34
+    m = maps[bl][bh]
+    for t in range(T):
+        svg.text(lab - 6, y0 + t * cell + cell * 0.68, shown(toks[t]), size=11, anchor="end", mono=True)
+        for j in range(T):
+            if j > t:
+                svg.rect(lab + j * cell, y0 + t * cell, cell - 1, cell - 1, "#eeeeee")
+            else:
+                svg.rect(lab + j * cell, y0 + t * cell, cell - 1, cell - 1, heat(m[t][j]))
+    for j in range(T):
+        svg.text(lab + j * cell + cell * 0.65, y0 + T * cell + 6, shown(toks[j]), size=11, anchor="end", mono=True, rotate=-60)
+    svg.text(8, Hh - 40, "row: the token that looks; column: the token it looks at; grey: the future, masked",
+             size=11, fill="#555")
+    svg.text(8, Hh - 25, "colour: attention weight, square-root scale (white 0, dark blue 1); every row sums to 1",
+             size=11, fill="#555")
+    svg.text(grid_x, 18, "%s: all %d layers x %d heads" % (MODEL, L, H), size=13, weight="bold")
+    for l in range(L):
+        for h in range(H):
+            x, y = grid_x + h * (sw + 14), y0 + 14 + l * (sw + 26)
+            svg.text(x, y - 3, "L%d h%d" % (l, h), size=10, fill="#444")
+            for t in range(T):
+                for j in range(t + 1):
+                    svg.rect(x + j * small, y + t * small, small, small, heat(maps[l][h][t][j]))
+            if (l, h) == (bl, bh):
+                svg.rect(x - 1.5, y - 1.5, sw + 3, sw + 3, "none", stroke="#c33", extra=" stroke-width='2'")
+    svg.save(os.path.join(out, "fig-attention.svg"))
+
+
+# ----------------------------------------------------------------------------- sampling
+
+def next_token_logits(text):
+    """(id, logit, text) of every vocabulary entry after TEXT, most likely first: all logits from
+    `./run fwd --dump` (raw float32), the texts of the first 100 from `--top 100`."""
+    import struct
+    import tempfile
+    ids = ",".join(map(str, encode(text)))
+    names = {}
+    for line in run(["./run", "fwd", MODEL, "--tokens", ids, "--top", "100"]).split("\n"):
+        m = re.match(r'^\s*\d+\. id (\d+)\s+logit\s+(\S+)\s+"(.*)"$', line)
+        if m:
+            names[int(m.group(1))] = json.loads('"' + m.group(3) + '"')
+    with tempfile.NamedTemporaryFile(suffix=".f32") as f:
+        run(["./run", "fwd", MODEL, "--tokens", ids, "--dump", f.name])
+        raw = open(f.name, "rb").read()
+    with open(os.path.join(ROOT, MODEL, "config.json")) as c:
+        vocab = json.load(c)["vocab_size"]
+    last = struct.unpack("<%df" % vocab, raw[-4 * vocab:])
+    order = sorted(range(vocab), key=lambda i: (-last[i], i))
+    return [(i, last[i], names.get(i, "")) for i in order]
+
+
+def softmax(ls, temp=1.0):
+    mx = max(ls)
+    e = [math.exp((l - mx) / temp) for l in ls]
+    s = sum(e)
+    return [x / s for x in e]
+
+
+SAMPLE_PROMPT = "And Moses said unto the"
+
+
+def sampling_stages():
+    rows = next_token_logits(SAMPLE_PROMPT)
+    logits = [r[1] for r in rows]
+    k, p, temp = 40, 0.95, 0.8
+    full = softmax(logits)
+    topk = softmax(logits[:k])
+    c, keep = 0.0, k
+    for i, q in enumerate(topk):
+        c += q
+        if c >= p:
+            keep = i + 1
+            break
+    topp = softmax(logits[:keep])
+    final = softmax(logits[:keep], temp)
+    return rows, [("the model: softmax of all %d logits" % len(rows), full, len(rows)),
+                  ("top-k 40: the 40 best, renormalized", topk, k),
+                  ("top-p 0.95: the fewest of those reaching 0.95 (%d)" % keep, topp, keep),
+                  ("temperature 0.8: what the draw uses", final, keep)]
+
+
+def fig_sampling(out, summary=False):
+    rows, stages = sampling_stages()
+    if summary:
+        print("prompt: %s" % SAMPLE_PROMPT)
+        for name, probs, n in stages:
+            print("%-52s alive %4d   top: %s" % (name, n, ", ".join("%s %.3f" % (shown(rows[i][2]), probs[i]) for i in range(3))))
+        return
+    show = 48
+    bw, ph, x0 = 11, 90, 60
+    W, H = x0 + show * bw + 170, 40 + len(stages) * (ph + 34) + 70
+    svg = Svg(W, H, "The sampling chain on a real distribution",
+              "make figures (tools/figures.py sampling: ./run fwd %s --tokens ... --dump)" % MODEL)
+    svg.text(8, 18, "Next token after \u201c%s\u201d (%s), the %d most likely tokens" % (SAMPLE_PROMPT, MODEL, show),
+             size=13, weight="bold")
+    vmax = max(max(pr[:show]) for _, pr, _ in stages)
+    for s, (name, probs, n) in enumerate(stages):
+        y = 34 + s * (ph + 34)
+        svg.text(x0, y + 10, name, size=12, weight="bold")
+        base = y + 16 + ph
+        svg.line(x0, base, x0 + show * bw, base, "#888")
+        for i in range(show):
+            alive = i < n
+            h = ph * (probs[i] / vmax) if alive else 0
+            if alive:
+                svg.rect(x0 + i * bw + 1, base - h, bw - 2, h, "#5c7f9f")
+            else:
+                svg.text(x0 + i * bw + bw / 2, base - 2, "\u00d7", size=9, anchor="middle", fill="#c33")
+        mass = sum(probs[:min(n, show)])
+        svg.text(x0 + show * bw + 8, base - ph / 2, "%d alive" % n, size=11)
+        svg.text(x0 + show * bw + 8, base - ph / 2 + 15, "top: %.3f" % probs[0], size=11)
+        svg.text(x0 + show * bw + 8, base - ph / 2 + 30, "%.2f in view" % mass, size=11, fill="#666")
+        svg.text(x0 - 6, base - ph + 8, "%.2f" % vmax, size=9, anchor="end", fill="#666")
+        svg.text(x0 - 6, base, "0", size=9, anchor="end", fill="#666")
+    yb = 34 + len(stages) * (ph + 34)
+    for i in range(0, show, 4):
+        svg.text(x0 + i * bw + bw / 2, yb - 2, shown(rows[i][2]), size=9, anchor="end", mono=True, rotate=-60)
+    svg.save(os.path.join(out, "fig-sampling.svg"))
+
+
+# ----------------------------------------------------------------------------- bpe
+
+BPE_WORD = " beginning"
+
+
+def bpe_steps(word):
+    with open(os.path.join(ROOT, MODEL, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    merges = tj["model"]["merges"]
+    rank = {}
+    for i, m in enumerate(merges):
+        a, b = m if isinstance(m, list) else m.split(" ", 1)
+        rank.setdefault((a, b), i)
+    # Byte-level alphabet: the space byte is written as \u0120 ("G with a dot").
+    parts = ["\u0120" if ch == " " else ch for ch in word]
+    steps = [(list(parts), None)]
+    while True:
+        best = None
+        for i in range(len(parts) - 1):
+            r = rank.get((parts[i], parts[i + 1]))
+            if r is not None and (best is None or r < best[0]):
+                best = (r, i)
+        if best is None:
+            break
+        r, i = best
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:]
+        steps.append((list(parts), (r, i)))
+    engine = [p[1] for p in pieces(word)]
+    if engine != parts:
+        sys.exit("figures.py bpe: the merges give %s but ./run encode --pieces gives %s" % (parts, engine))
+    return steps
+
+
+def fig_bpe(out, summary=False):
+    steps = bpe_steps(BPE_WORD)
+    if summary:
+        for parts, m in steps:
+            print("%-40s %s" % (" ".join(parts), "" if m is None else "merge rank %d" % m[0]))
+        return
+    ch, rh, x0 = 17, 30, 40
+    n = len(steps[0][0])
+    W, H = max(720, x0 + n * ch * 2 + 260), 50 + len(steps) * rh + 40
+    svg = Svg(W, H, "BPE merging one word", "make figures (tools/figures.py bpe; checked against ./run encode %s --pieces)" % MODEL)
+    svg.text(8, 18, "\u201c%s\u201d with the merges of %s: the lowest-ranked adjacent pair merges first"
+             % (BPE_WORD, MODEL), size=13, weight="bold")
+    for s, (parts, m) in enumerate(steps):
+        y = 34 + s * rh
+        x = x0
+        for k, p in enumerate(parts):
+            w = len(p) * ch * 1.1 + 10
+            new = m is not None and k == m[1]
+            svg.rect(x, y, w, rh - 8, "#f3e3b0" if new else "#f6f6f2", stroke="#b9a96a" if new else "#ccc")
+            svg.text(x + w / 2, y + rh - 14, p, size=13, anchor="middle", mono=True)
+            x += w + 4
+        svg.text(x + 12, y + rh - 14, "start: one piece per byte" if m is None else "merge #%d" % m[0], size=11, fill="#555")
+    svg.text(x0, H - 26, "\u0120 is the byte of the space (byte-level BPE); highlighted: the piece the merge just made",
+             size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-bpe.svg"))
+
+
+# ----------------------------------------------------------------------------- roofline
+
+BENCH = "book/img/data/bench-zen3-2threads.txt"
+
+
+def bench_numbers():
+    with open(os.path.join(ROOT, BENCH), encoding="utf-8") as f:
+        t = f.read()
+    bw = float(re.search(r"read bandwidth ([\d.]+) GB/s", t).group(1))
+    peak = float(re.search(r"FMA peak ([\d.]+) GFLOP/s", t).group(1))
+    gflop = float(re.search(r"prefill ([\d.]+) GFLOP/token", t).group(1))
+    machine = re.search(r"^# machine: (.*)$", t, re.M).group(1).strip()
+    rows = []
+    for line in t.split("\n"):
+        m = re.match(r"^(BF16|Q8_0|F16|F32)\s+fast\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", line)
+        if m:
+            rows.append((m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4)), float(m.group(5))))
+    return machine, bw, peak, gflop, rows
+
+
+def fig_roofline(out, summary=False):
+    machine, bw, peak, gflop, rows = bench_numbers()
+    pts = []
+    for typ, pp16, pp128, dec, gbtok in rows:
+        pts.append(("%s decode" % typ, gflop / gbtok, dec * gflop))
+        pts.append(("%s prefill 128" % typ, 128 * gflop / gbtok, pp128 * gflop))
+    if summary:
+        print("machine: %s" % machine)
+        print("bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s, ridge %.1f FLOP/byte" % (bw, peak, peak / bw))
+        for name, ai, perf in pts:
+            print("%-18s %7.2f FLOP/byte  %7.1f GFLOP/s  (roof %.1f)" % (name, ai, perf, min(peak, bw * ai)))
+        return
+    W, H, x0, y0, pw, ph = 800, 470, 80, 40, 560, 340
+    lx0, lx1, ly0, ly1 = -1.0, 3.0, 0.0, 3.0   # log10 ranges: 0.1..1000 FLOP/byte, 1..1000 GFLOP/s
+    X = lambda ai: x0 + (math.log10(ai) - lx0) / (lx1 - lx0) * pw
+    Y = lambda g: y0 + ph - (math.log10(g) - ly0) / (ly1 - ly0) * ph
+    svg = Svg(W, H, "Roofline", "make figures (tools/figures.py roofline, from %s)" % BENCH)
+    svg.text(8, 18, "Roofline: %s" % machine, size=13, weight="bold")
+    for e in range(int(lx0), int(lx1) + 1):
+        svg.line(X(10 ** e), y0, X(10 ** e), y0 + ph, "#e4e4e4")
+        svg.text(X(10 ** e), y0 + ph + 16, "%g" % 10 ** e, size=11, anchor="middle")
+    for e in range(int(ly0), int(ly1) + 1):
+        svg.line(x0, Y(10 ** e), x0 + pw, Y(10 ** e), "#e4e4e4")
+        svg.text(x0 - 6, Y(10 ** e) + 4, "%g" % 10 ** e, size=11, anchor="end")
+    svg.text(x0 + pw / 2, y0 + ph + 36, "arithmetic intensity (FLOP per byte of weights read)", size=12, anchor="middle")
+    svg.text(22, y0 + ph / 2, "GFLOP/s", size=12, anchor="middle", rotate=-90)
+    ridge = peak / bw
+    a0 = 10 ** lx0
+    svg.line(X(a0), Y(bw * a0), X(ridge), Y(peak), "#c33", 2)
+    svg.line(X(ridge), Y(peak), X(10 ** lx1), Y(peak), "#c33", 2)
+    svg.text(X(0.3), Y(bw * 0.3) - 10, "memory: %.1f GB/s" % bw, size=11, fill="#c33", rotate=-31)
+    svg.text(X(10 ** lx1) - 4, Y(peak) - 6, "FMA peak %.0f GFLOP/s" % peak, size=11, anchor="end", fill="#c33")
+    svg.line(X(ridge), Y(peak), X(ridge), y0 + ph, "#c33", 1, " stroke-dasharray='3,3'")
+    svg.text(X(ridge) + 4, y0 + ph - 6, "ridge %.1f" % ridge, size=10, fill="#c33")
+    colours = {"BF16": "#1f5fa0", "Q8_0": "#2f8a3a", "F16": "#a0641f", "F32": "#7a3fa0"}
+    for name, ai, perf in pts:
+        typ = name.split()[0]
+        cx, cy = X(ai), Y(perf)
+        if "decode" in name:
+            svg.add("<circle cx='%.1f' cy='%.1f' r='5' fill='%s'/>" % (cx, cy, colours[typ]))
+        else:
+            svg.rect(cx - 5, cy - 5, 10, 10, colours[typ])
+    ly = y0 + 8
+    for typ, col in colours.items():
+        svg.rect(x0 + pw + 16, ly, 10, 10, col)
+        svg.text(x0 + pw + 32, ly + 9, typ, size=11)
+        ly += 18
+    svg.add("<circle cx='%.1f' cy='%.1f' r='5' fill='#555'/>" % (x0 + pw + 21, ly + 12))
+    svg.text(x0 + pw + 32, ly + 16, "decode", size=11)
+    svg.rect(x0 + pw + 16, ly + 26, 10, 10, "#555")
+    svg.text(x0 + pw + 32, ly + 35, "prefill, 128 tokens", size=11)
+    svg.save(os.path.join(out, "fig-roofline.svg"))
+
+
+# ----------------------------------------------------------------------------- rope
+
+def fig_rope(out, summary=False):
+    d, theta = 64, 1e6
+    pairs = [0, 4, 8]
+    freqs = [theta ** (-2.0 * i / d) for i in pairs]
+    if summary:
+        for i, f in zip(pairs, freqs):
+            print("pair %2d (numbers %d and %d): %.4f rad per position" % (i, i, i + d // 2, f))
+        return
+    r, gap = 80, 60
+    W, H = len(pairs) * (2 * r + gap) + 40, 2 * r + 120
+    svg = Svg(W, H, "RoPE rotates pairs", "make figures (tools/figures.py rope)")
+    svg.text(8, 18, "RoPE: pair i of a 64-wide head turns by pos \u00b7 \u03b8^(\u22122i/64), \u03b8 = 10\u2076; positions 0 to 8",
+             size=13, weight="bold")
+    for k, (i, f) in enumerate(zip(pairs, freqs)):
+        cx, cy = 30 + r + k * (2 * r + gap), 40 + r + 10
+        svg.add("<circle cx='%.1f' cy='%.1f' r='%d' fill='none' stroke='#ccc'/>" % (cx, cy, r))
+        for pos in range(9):
+            a = pos * f
+            x, y = cx + r * math.cos(a), cy - r * math.sin(a)
+            shade = int(200 - 20 * pos)
+            col = "#%02x%02x%02x" % (shade // 3, shade // 2, min(255, shade + 40))
+            svg.line(cx, cy, x, y, col, 1.6)
+            if pos in (0, 1, 2, 8) or f > 0.5:
+                svg.text(cx + (r + 10) * math.cos(a), cy - (r + 10) * math.sin(a) + 4, str(pos), size=10, anchor="middle")
+        svg.text(cx, cy + r + 28, "pair %d: numbers %d and %d" % (i, i, i + d // 2), size=12, anchor="middle")
+        svg.text(cx, cy + r + 44, "%.3f rad per position" % f, size=11, anchor="middle", fill="#555")
+    svg.save(os.path.join(out, "fig-rope.svg"))
+
+
+# ----------------------------------------------------------------------------- gqa
+
+def qwen_shape():
+    """Heads of Qwen2.5-0.5B, from the generated model's config.json when it is there."""
+    cfg = {"num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896, "num_hidden_layers": 24}
+    p = os.path.join(ROOT, "models/qwen2.5-0.5b/config.json")
+    if os.path.exists(p):
+        with open(p) as f:
+            c = json.load(f)
+        cfg = {k: c[k] for k in cfg}
+    return cfg
+
+
+def fig_gqa(out, summary=False):
+    c = qwen_shape()
+    H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = c["hidden_size"] // H
+    group = H // KV
+    if summary:
+        print("%d query heads, %d KV heads of width %d: KV head h / %d serves query head h" % (H, KV, hd, group))
+        return
+    bw, x0 = 44, 40
+    W, H_ = x0 + H * (bw + 6) + 40, 230
+    svg = Svg(W, H_, "Grouped-query attention", "make figures (tools/figures.py gqa)")
+    svg.text(8, 18, "Grouped-query attention in Qwen2.5-0.5B: %d query heads share %d key/value heads (kvh = h / %d)"
+             % (H, KV, group), size=13, weight="bold")
+    cols = ["#5c7f9f", "#9f7a5c", "#5c9f6a", "#8a5c9f"]
+    for h in range(H):
+        x = x0 + h * (bw + 6)
+        svg.rect(x, 40, bw, 40, "#eef3f8", stroke=cols[(h // group) % 4])
+        svg.text(x + bw / 2, 65, "q%d" % h, size=12, anchor="middle", mono=True)
+        kx = x0 + (h // group) * group * (bw + 6) + (group * (bw + 6) - 6) / 2
+        svg.line(x + bw / 2, 80, kx, 140, cols[(h // group) % 4], 1.2)
+    for k in range(KV):
+        x = x0 + k * group * (bw + 6)
+        w = group * (bw + 6) - 6
+        svg.rect(x, 140, w, 40, "#f8f1ea", stroke=cols[k % 4])
+        svg.text(x + w / 2, 165, "K, V head %d (%d numbers each)" % (k, hd), size=12, anchor="middle")
+    svg.text(x0, 205, "the KV cache stores %d heads instead of %d: %dx less memory per token" % (KV, H, H // KV),
+             size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-gqa.svg"))
+
+
+# ----------------------------------------------------------------------------- kv cache
+
+def fig_kvcache(out, summary=False):
+    c = qwen_shape()
+    L, KV, hd = c["num_hidden_layers"], c["num_key_value_heads"], c["hidden_size"] // c["num_attention_heads"]
+    per_tok = L * 2 * KV * hd * 4
+    prompt, steps = 5, 4
+    if summary:
+        print("per token: %d layers x 2 (K, V) x %d heads x %d x 4 bytes = %d bytes" % (L, KV, hd, per_tok))
+        return
+    cw, rh, x0 = 26, 22, 150
+    W = max(800, x0 + (prompt + steps) * cw + 160)
+    H = 40 + (steps + 1) * (rh + 18) + 50
+    svg = Svg(W, H, "The KV cache growing", "make figures (tools/figures.py kvcache)")
+    svg.text(8, 18, "The KV cache over a generation (Qwen2.5-0.5B, f32): one column per position, %s KiB each"
+             % ("%g" % (per_tok / 1024)), size=13, weight="bold")
+    for s in range(steps + 1):
+        y = 36 + s * (rh + 18)
+        n = prompt + s
+        svg.text(x0 - 8, y + rh - 6, "prefill (5 tokens)" if s == 0 else "decode step %d" % s, size=12, anchor="end")
+        for p in range(prompt + steps):
+            if p < n:
+                fill = "#5c7f9f" if p < prompt else "#9fbfdf"
+                if s > 0 and p == n - 1:
+                    fill = "#e0a040"
+                svg.rect(x0 + p * cw, y, cw - 3, rh, fill)
+            else:
+                svg.rect(x0 + p * cw, y, cw - 3, rh, "none", stroke="#ddd")
+        svg.text(x0 + (prompt + steps) * cw + 10, y + rh - 6, "%d positions, %g KiB" % (n, n * per_tok / 1024), size=11)
+    svg.text(x0, H - 26, "dark: the prompt, written at once; orange: the one row each decode step appends and reads back with the rest",
+             size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-kvcache.svg"))
+
+
+FIGURES = {"attention": fig_attention, "sampling": fig_sampling, "bpe": fig_bpe, "roofline": fig_roofline,
+           "rope": fig_rope, "gqa": fig_gqa, "kvcache": fig_kvcache}
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Draw the book's figures (book/img/fig-*.svg).")
+    ap.add_argument("names", nargs="*", help="figures to draw (default: all): " + ", ".join(FIGURES))
+    ap.add_argument("--out", default=os.path.join(ROOT, "book", "img"), help="folder for the SVG files")
+    ap.add_argument("--summary", action="store_true", help="print the numbers behind the figures instead")
+    args = ap.parse_args()
+    for n in args.names:
+        if n not in FIGURES:
+            sys.exit("figures.py: no figure named %r (there are: %s)" % (n, ", ".join(FIGURES)))
+    if not os.path.exists(os.path.join(ROOT, "run")):
+        sys.exit("figures.py: ./run is not built (make)")
+    os.makedirs(args.out, exist_ok=True)
+    for n in args.names or list(FIGURES):
+        FIGURES[n](args.out, summary=args.summary)
+        if not args.summary:
+            print("drew %s" % os.path.relpath(os.path.join(args.out, "fig-%s.svg" % n), ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
