@@ -159,6 +159,7 @@ bench: all
 	@[ -f models/qwen2.5-0.5b/model.safetensors ] || $(BUILD)/gen_model --preset qwen2.5-0.5b --out models/qwen2.5-0.5b
 	./run bench models/qwen2.5-0.5b --quant bf16,q8_0,f16,f32
 	@if [ -f tools/bench_tokenizer.sh ]; then bash tools/bench_tokenizer.sh; fi
+	python3 tools/bench_serve.py models/qwen2.5-0.5b --threads 2 --clients 8 --tokens 64
 
 clean:
 	rm -rf $(BUILD) run
