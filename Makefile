@@ -67,12 +67,14 @@ LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -lpthread
 # list (-MMD) into build/x.d next to build/x.o, and make reads them back.
 DEPFLAGS := -MMD -MP
 
-# Every top-level .cpp is one part of the engine; run.cpp also holds main().
-ENGINE_SRCS := $(filter-out run.cpp,$(wildcard *.cpp))
+# Every top-level .cpp is one part of the engine, except main.cpp, which only
+# hands the command line to cli.cpp: the unit tests and the exercises link
+# the engine objects with their own main().
+ENGINE_SRCS := $(filter-out main.cpp,$(wildcard *.cpp))
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
--include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/run.d $(BUILD)/run_lib.d $(BUILD)/gen_model.d
+-include $(ENGINE_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/main.d $(BUILD)/gen_model.d
 # An object whose .d list is missing (built by an older Makefile, or never)
 # is rebuilt, so no object can silently miss a header change.
 $(BUILD)/%.d: ;
@@ -101,21 +103,17 @@ endif
 all: $(BUILD)/run $(BUILD)/gen_model
 	@ln -sf $(BUILD)/run run
 
-$(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/run.o
+$(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/main.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-# run.cpp without its main(), so tests can call the generation loop directly.
-$(BUILD)/run_lib.o: run.cpp $(BUILD)/run_lib.d | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -DLANTERN_NO_MAIN -c -o $@ $<
-
 $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
-$(BUILD)/unit_tests: $(ENGINE_OBJS) $(BUILD)/run_lib.o $(TEST_OBJS)
+$(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
@@ -128,17 +126,19 @@ $(BUILD):
 deps:
 	@bash tools/install_deps.sh
 
-# The generated test models (random weights, real tokenizer).
+# The generated test models (random weights, real tokenizer). On a fresh
+# clone this also fetches the tokenizer (tools/install_deps.sh).
 models: $(BUILD)/gen_model
 	@bash tools/make_models.sh
 
 # The demo: the default model (trained/kjv) answers a prompt through the
-# chat template, sampling with the settings of its generation_config.json
-# (greedy decoding makes this small model loop: see chapter 14).
+# chat template, sampling with the settings of its generation_config.json,
+# as every run does by default (greedy decoding makes this small model loop:
+# see chapter 14).
 DEMO_PROMPT ?= Tell me about the flood
 run: deps
 	@$(MAKE) --no-print-directory all models
-	./run "$(DEMO_PROMPT)" --gen-config -n 64
+	./run "$(DEMO_PROMPT)" -n 64
 
 test: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
@@ -192,9 +192,9 @@ report-check: all models
 # function and runs its checker; SOLUTION=1 puts the engine's own function
 # in the stub's place (it must pass). Without EX: the list.
 .PHONY: exercise
-exercise: all $(BUILD)/run_lib.o
+exercise: all
 	@$(MAKE) --no-print-directory models
-	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS) $(BUILD)/run_lib.o" \
+	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
 	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
 
 # The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
@@ -207,3 +207,46 @@ train: deps
 	node tools/train_tokenizer.js train $(BUILD)/kjv/corpus.txt $(BUILD)/kjv 4096
 	nice /usr/bin/python3 tools/train.py --corpus $(BUILD)/kjv/corpus.txt \
 	    --tokenizer $(BUILD)/kjv/tokenizer.json --work $(BUILD)/kjv --out trained/kjv --minutes $(MINUTES)
+
+# Fuzzing (book/03-loading.md, "Model files and requests are untrusted
+# input"): libFuzzer targets in tests/fuzz/, one per reader of untrusted
+# bytes, built with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
+# build/fuzz. `make fuzz` runs each for FUZZ_SECONDS from its committed seed
+# corpus (tests/fuzz/corpus/NAME); a failing input is saved in
+# build/fuzz/crashes/. tests/check_fuzz.sh (part of `make test`) runs each
+# briefly.
+FUZZ_SECONDS ?= 180
+FUZZ_CXX     ?= clang++
+FUZZ_FLAGS   := -O1 -g -std=c++17 $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_ENGINE  := common json_read model logging tokenizer tokenizer_load server_request
+# The matrix kernels read no input bytes; they come from the normal build
+# (clang 14 lacks some of their cpu-feature names).
+FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp))
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+-include $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.d) $(FUZZ_NAMES:%=$(BUILD)/fuzz/%.d)
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_NAMES:%=$(BUILD)/fuzz/%)
+fuzz: fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(BUILD)/fuzz
+
+$(BUILD)/fuzz/obj/%.o: %.cpp
+	@mkdir -p $(BUILD)/fuzz/obj
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.o) $(FUZZ_KERNELS)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer -I. -o $@ $< $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.o) $(FUZZ_KERNELS) $(LDLIBS)
+
+# make sanitize: the unit tests and the command-line error checks once more,
+# built with AddressSanitizer and UndefinedBehaviorSanitizer in build/sanitize
+# (any report fails the run). ./run points at the sanitized binary while the
+# checks run and back at build/run after. SANITIZE=thread builds with
+# ThreadSanitizer in build/tsan instead and runs the server's checks.
+SANITIZE ?= address,undefined
+SAN_BUILD := $(if $(filter thread,$(SANITIZE)),$(BUILD)/tsan,$(BUILD)/sanitize)
+.PHONY: sanitize
+sanitize: all models
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) \
+	    CXXFLAGS="-O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    $(SAN_BUILD)/run $(SAN_BUILD)/unit_tests
+	@bash tests/sanitize.sh $(SAN_BUILD) $(SANITIZE)

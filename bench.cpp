@@ -1,6 +1,6 @@
 // bench.cpp — ./run bench: the measuring tool of the performance chapter.
 //
-//   ./run bench [MODEL] [--threads N] [--kernels fast,plain,scalar]
+//   ./run bench [MODEL] [--threads N] [--kernels fast,avx2,scalar,...] [--llama PATH|none]
 //               [--quant bf16,q8_0,f16,f32] [--reps 3] [--prompts 16,128]
 //               [--decode 64] [--prefill batched|stepwise] [--kv-type f32|f16|bf16]
 //
@@ -18,6 +18,7 @@
 // of --reps runs. Weight types other than the file's are converted in memory
 // (an f32 copy of a bf16 model takes twice the file size).
 #include <sys/resource.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +29,7 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#include "cli.h"
 #include "kernels.h"
 #include "model.h"
 #include "net.h"
@@ -40,25 +42,6 @@ static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t i = 0;
-    while (i <= s.size()) {
-        size_t j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        if (j > i) out.push_back(s.substr(i, j - i));
-        i = j + 1;
-    }
-    return out;
-}
-
-static int parse_int(const char* flag, const std::string& s, int lo, int hi) {
-    char* end = nullptr;
-    long v = strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s.c_str(), lo, hi);
-    return (int)v;
 }
 
 // Resident memory now and at its peak, in MB (Linux: /proc/self/statm).
@@ -265,12 +248,70 @@ static double prefill_flops_per_token(const Model& m) {
     return 2 * n;
 }
 
-// llama.cpp on this machine kind (2 Zen 3 cores, 2 threads, median of 3), on
-// the generated qwen2.5-0.5b preset converted to GGUF: decode tok/s and
-// prefill tok/s of a 128-token prompt. Measured separately with llama-bench on this machine kind, not in the same run.
-struct Reference { DType dt; double decode, prefill128; };
-static const Reference LLAMA_CPP[] = {
-    {DType::F32, 9.1, 117}, {DType::BF16, 14.6, 124}, {DType::F16, 15.6, 147}, {DType::Q8_0, 23.7, 119}};
+// llama.cpp, measured in the same run: its own benchmark, llama-bench,
+// built natively for this machine by tools/build_llama_bench.sh, on the
+// same weights written as GGUF by `./run convert` (cached in build/bench/).
+// Called between Lantern's runs, with the same thread count, so both see
+// the same machine load. Without the binary or the GGUF the columns say
+// "not measured".
+struct LlamaBench {
+    std::string bin = "build/llama.cpp/bin/llama-bench";
+    std::string why_not;  // empty when it can run
+};
+
+// The GGUF of `model_dir` in weight type dt (bf16 or q8_0), made once.
+static std::string gguf_for(const std::string& model_dir, DType dt, std::string& why_not) {
+    std::string name = model_dir;
+    for (char& ch : name)
+        if (ch == '/') ch = '_';
+    std::string out = "build/bench/" + name + "-" + dtype_name(dt) + ".gguf";
+    if (FILE* f = fopen(out.c_str(), "rb")) {
+        fclose(f);
+        return out;
+    }
+    std::string cmd = "mkdir -p build/bench && /proc/self/exe convert '" + model_dir + "' '" + out + "' --type " +
+                      dtype_name(dt) + " >/dev/null 2>&1";
+    if (system(cmd.c_str()) != 0) {
+        why_not = std::string("./run convert to ") + dtype_name(dt) + " GGUF failed";
+        std::remove(out.c_str());
+        return "";
+    }
+    return out;
+}
+
+// One llama-bench run (-r 1): prefill tok/s of a `prompt`-token prompt and
+// decode tok/s over `n_decode` tokens; 0 where it did not report.
+static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int threads, int prompt, int n_decode,
+                             double& pp, double& tg) {
+    pp = tg = 0;
+    std::string cmd = lb.bin + " -m '" + gguf + "' -t " + std::to_string(threads) + " -p " + std::to_string(prompt) +
+                      " -n " + std::to_string(n_decode) + " -r 1 -o csv 2>/dev/null";
+    FILE* f = popen(cmd.c_str(), "r");
+    if (!f) return;
+    char line[4096];
+    std::vector<std::string> header;
+    while (fgets(line, sizeof line, f)) {
+        std::vector<std::string> cols;
+        std::string cur;
+        for (char* p = line; *p && *p != '\n'; p++) {
+            if (*p == '"') continue;
+            if (*p == ',') { cols.push_back(cur); cur.clear(); }
+            else cur += *p;
+        }
+        cols.push_back(cur);
+        if (header.empty()) { header = cols; continue; }
+        int n_prompt = 0, n_gen = 0;
+        double ts = 0;
+        for (size_t i = 0; i < cols.size() && i < header.size(); i++) {
+            if (header[i] == "n_prompt") n_prompt = atoi(cols[i].c_str());
+            if (header[i] == "n_gen") n_gen = atoi(cols[i].c_str());
+            if (header[i] == "avg_ts") ts = atof(cols[i].c_str());
+        }
+        if (n_prompt > 0 && n_gen == 0) pp = ts;
+        if (n_gen > 0 && n_prompt == 0) tg = ts;
+    }
+    pclose(f);
+}
 
 static int argmax(const float* v, int n) {
     int best = 0;
@@ -282,34 +323,17 @@ static int argmax(const float* v, int n) {
 // ---------------------------------------------------------------------------
 
 int cmd_bench(int argc, char** argv) {
-    std::string path = "models/qwen2.5-0.5b";
-    std::vector<std::string> kernels = {"fast"}, quants = {"bf16", "q8_0"};
-    std::vector<int> prompts = {16, 128};
-    int threads = 0, reps = 3, n_decode = 64;
-    bool stepwise = false;
-    DType kv_type = DType::F32;
-    for (int i = 0; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc) fail("bench: %s needs a value", a.c_str());
-            return argv[++i];
-        };
-        if (a == "--threads") threads = parse_int("--threads", val(), 1, 1024);
-        else if (a == "--kernels") kernels = split_list(val());
-        else if (a == "--quant") quants = split_list(val());
-        else if (a == "--kv-type") kv_type = parse_float_type("--kv-type", val());
-        else if (a == "--reps") reps = parse_int("--reps", val(), 1, 100);
-        else if (a == "--decode") n_decode = parse_int("--decode", val(), 0, 4096);
-        else if (a == "--prompts") {
-            prompts.clear();
-            for (const std::string& p : split_list(val())) prompts.push_back(parse_int("--prompts", p, 1, 4096));
-        } else if (a == "--prefill") {
-            std::string v = val();
-            if (v != "batched" && v != "stepwise") fail("--prefill: \"%s\" is not batched or stepwise", v.c_str());
-            stepwise = v == "stepwise";
-        } else if (!a.empty() && a[0] != '-' && i == 0) path = a;
-        else fail("bench: unknown argument \"%s\"", a.c_str());
-    }
+    // The flags are cli.cpp's (groups bench, engine, prefill, output).
+    Options o = parse_command("bench", argc, argv);
+    std::string path = o.engine.model.empty() ? "models/qwen2.5-0.5b" : o.engine.model;
+    const std::vector<std::string>& kernels = o.bench_kernels;
+    const std::vector<std::string>& quants = o.bench_quants;
+    const std::vector<int>& prompts = o.bench_prompts;
+    int threads = o.engine.threads, reps = o.reps, n_decode = o.n_decode;
+    bool stepwise = o.gen.prefill_stepwise;
+    DType kv_type = o.engine.kv_type;
+    LlamaBench lb;
+    if (!o.llama_bench.empty()) lb.bin = o.llama_bench;
     std::vector<KernelSet> sets;
     for (const std::string& k : kernels) sets.push_back(parse_kernel_set("--kernels", k));
     std::vector<DType> types;
@@ -326,8 +350,12 @@ int cmd_bench(int argc, char** argv) {
            (kernels_init(KernelSet::Fast, threads), kernel_path_name()));
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     warn_if_busy();
-    Model m;
-    load_model(m, path);
+    Engine e;
+    EngineOptions eo = o.engine;
+    eo.model = path;
+    eo.kernels = sets.empty() ? KernelSet::Fast : sets[0];
+    engine_load(e, eo, ENGINE_MODEL);  // the KV caches are made per kernel set below
+    Model& m = e.model;
     const Config& c = m.cfg;
     Bandwidth bandwidth;
     if (m.file_size >= bandwidth.bytes) bandwidth.data = m.map;
@@ -340,7 +368,6 @@ int cmd_bench(int argc, char** argv) {
     printf("compute    FMA peak %.0f GFLOP/s (f32, all threads)\n", peak);
     Weights w;
     collect_weights(m, w);
-    bool is_05b = c.hidden == 896 && c.n_layers == 24 && c.vocab == 151936;
     double flops = prefill_flops_per_token(m);
     int max_prompt = *std::max_element(prompts.begin(), prompts.end());
     int ctx = std::min(c.max_pos, std::max(max_prompt, 16 + n_decode) + 1);
@@ -355,13 +382,19 @@ int cmd_bench(int argc, char** argv) {
 
     printf("%-5s %-7s %3s", "type", "kernels", "thr");
     for (int p : prompts) printf(" %9s", ("pp" + std::to_string(p)).c_str());
-    printf(" %8s %8s %6s %6s %8s %8s %8s %9s\n", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio",
-           "llama.pp", "RSS MB");
+    printf(" %8s %8s %6s %6s %8s %7s %8s %7s %9s\n", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio",
+           "llama.pp", "ratio", "RSS MB");
+    if (lb.bin == "none") lb.why_not = "--llama none";
+    else if (access(lb.bin.c_str(), X_OK) != 0)
+        lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
     for (DType dt : types) {
         if (!use_weights(m, w, dt)) {
             printf("%-5s (skipped: columns not a multiple of 32)\n", dtype_name(dt));
             continue;
         }
+        // llama.cpp reads the same weights as GGUF: bf16 and q8_0 here.
+        std::string gguf;
+        if (lb.why_not.empty() && (dt == DType::BF16 || dt == DType::Q8_0)) gguf = gguf_for(path, dt, lb.why_not);
         double bytes = weight_bytes(w);
         for (KernelSet set : sets) {
             kernels_init(set, threads);
@@ -376,47 +409,56 @@ int cmd_bench(int argc, char** argv) {
                 return l;
             };
             prefill(1);  // touches every weight once: page faults are not timed
-            std::vector<double> pp_tps;
-            for (int p : prompts) {
-                std::vector<double> tps;
-                for (int r = 0; r < reps; r++) {
+            // One round per rep: every prompt, then decode, then llama.cpp
+            // (first kernel set only) — interleaved, so a load that comes
+            // and goes on a shared machine hits both sides alike. Decode
+            // runs right after a bandwidth measurement: the efficiency
+            // compares the medians of measurements taken side by side.
+            bool with_llama = set == sets[0] && !gguf.empty();
+            std::vector<std::vector<double>> pp_runs(prompts.size());
+            std::vector<double> tg, bw_near, llama_pp, llama_tg;
+            for (int r = 0; r < reps; r++) {
+                for (size_t i = 0; i < prompts.size(); i++) {
                     double t0 = now_s();
-                    prefill(p);
-                    tps.push_back(p / (now_s() - t0));
+                    prefill(prompts[i]);
+                    pp_runs[i].push_back(prompts[i] / (now_s() - t0));
                 }
-                pp_tps.push_back(median(tps));
+                if (n_decode > 0) {
+                    int next = argmax(prefill(16), c.vocab);
+                    bw_near.push_back(bandwidth.measure());
+                    double t0 = now_s();
+                    for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
+                    tg.push_back(n_decode / (now_s() - t0));
+                }
+                if (with_llama) {
+                    double pp, tgv;
+                    llama_bench_once(lb, gguf, g_kernels.threads, max_prompt, std::max(n_decode, 1), pp, tgv);
+                    if (pp > 0) llama_pp.push_back(pp);
+                    if (tgv > 0) llama_tg.push_back(tgv);
+                }
             }
-            // Decode, each run right after a bandwidth measurement: on a
-            // shared machine the bandwidth moves, so the efficiency compares
-            // the medians of measurements taken side by side.
-            std::vector<double> tg, bw_near;
-            for (int r = 0; r < reps && n_decode > 0; r++) {
-                int next = argmax(prefill(16), c.vocab);
-                bw_near.push_back(bandwidth.measure());
-                double t0 = now_s();
-                for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
-                tg.push_back(n_decode / (now_s() - t0));
-            }
+            std::vector<double> pp_tps;
+            for (auto& v : pp_runs) pp_tps.push_back(median(v));
             double decode = tg.empty() ? 0 : median(tg);
             double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
-            const Reference* ref = nullptr;
-            for (const Reference& x : LLAMA_CPP)
-                if (x.dt == dt && is_05b && g_kernels.threads == 2) ref = &x;
 
             printf("%-5s %-7s %3d", dtype_name(dt), kernel_path_name(), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / peak);
-            if (ref) printf(" %8.1f %7.2fx %8.0f", ref->decode, decode / ref->decode, ref->prefill128);
-            else printf(" %8s %8s %8s", "-", "-", "-");
+            if (!llama_tg.empty() && !llama_pp.empty()) {
+                double ltg = median(llama_tg), lpp = median(llama_pp);
+                printf(" %8.1f %6.2fx %8.1f %6.2fx", ltg, decode / ltg, lpp, pp_tps.back() / lpp);
+            } else printf(" %8s %7s %8s %7s", "-", "-", "-", "-");
             printf(" %9.0f\n", rss_now_mb());
             fflush(stdout);
         }
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
            "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
-           "llama.tg, llama.pp: llama.cpp decode and pp128 tok/s on this machine kind, 2 threads (measured separately, not in this run),\n"
-           "shown for the 0.5B model at 2 threads; ratio: our decode / llama.cpp decode.\n");
+           "llama.tg, llama.pp: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
+           "decode over the same token count and prefill of the largest prompt (medians); ratio: Lantern / llama.cpp.\n");
+    if (!lb.why_not.empty()) printf("llama.cpp  not measured: %s\n", lb.why_not.c_str());
     printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);
     return 0;
 }

@@ -9,8 +9,46 @@
 //        └──────────── forward(the new token, at position n_past) ◀─────────┘
 #include <algorithm>
 #include <chrono>
+#include <unistd.h>
+#include "generate.h"
 #include "logging.h"
-#include "run.h"
+
+// ---------------------------------------------------------------------------
+// Loading. Every command that runs the model loads it here, in this order:
+// the kernels first (the thread count is fixed before any parallel loop),
+// the weights, their Q8_0 copy, the tokenizer, then the KV cache, whose
+// default length depends on the model's max positions.
+std::string default_model_path() {
+    if (access("trained/kjv/model.safetensors", F_OK) == 0) return "trained/kjv";
+    return "models/tiny";
+}
+
+void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
+    std::string path = o.model.empty() ? default_model_path() : o.model;
+    if (access(path.c_str(), F_OK) != 0)
+        fail("%s: no such model folder or file%s", path.c_str(),
+             path == "models/tiny" ? " (make models creates it)" : "");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (o.threads > cores)
+        LOGW(CAT_KEY, "--threads %d is more than the %ld cores of this machine: threads will wait for each other",
+             o.threads, cores);
+    kernels_init(o.kernels, o.threads);
+    load_model(e.model, path);
+    if (o.quant_q8_0) quantize_model(e.model);
+    if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
+    if (parts & ENGINE_NET)
+        net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);
+    // A -vv filter that names no layer of this model would silently show nothing.
+    for (int l : g_watch_filter.layers)
+        if (l >= e.model.cfg.n_layers)
+            LOGW(CAT_KEY, "--trace-layers %d: the model has layers 0 to %d; that one never shows", l, e.model.cfg.n_layers - 1);
+}
+
+std::string ctx_hint(const Net& net) {
+    int max_pos = net.model->cfg.max_pos;
+    if (net.kv.n_ctx < max_pos) return strprintf("raise --ctx, up to %d", max_pos);
+    return strprintf("%d is the model's limit", max_pos);
+}
 
 const char* finish_name(Finish f) {
     switch (f) {
@@ -128,14 +166,15 @@ static std::string printable(const std::string& bytes) {
     return r + "\"";
 }
 
-static void log_sampled(const Tokenizer& tok, int pos, const SampleInfo& info) {
+static void log_sampled(const Tokenizer& tok, int pos, const SampleInfo& info, bool greedy) {
     char top[512];
     int len = 0;
     for (int i = 0; i < info.n_top && len < (int)sizeof top; i++)
         len += snprintf(top + len, sizeof top - len, "%s%d %s %.3f", i ? ", " : "", info.top[i].id,
                         printable(token_bytes(tok, info.top[i].id)).c_str(), info.top[i].prob);
-    LOGD(CAT_SAMPLER, "pos %d: token %d %s p=%.3f (draw %.3f) | top-5: %s", pos, info.token,
-         printable(token_bytes(tok, info.token)).c_str(), info.prob, info.draw_prob, top);
+    std::string draw = greedy ? "" : strprintf(" (draw %.3f)", info.draw_prob);  // greedy draws nothing
+    LOGD(CAT_SAMPLER, "pos %d: token %d %s p=%.3f%s | top-5: %s", pos, info.token,
+         printable(token_bytes(tok, info.token)).c_str(), info.prob, draw.c_str(), top);
 }
 
 static double ms_since(std::chrono::steady_clock::time_point t) {
@@ -187,7 +226,7 @@ bool generation_step(Generation& g, float* logits, int pos, int* token) {
     int t = sample(*g.sampler, logits, g.n_sample, g.want_info ? &info : nullptr);
     *token = t;
     if (g.want_info) {
-        log_sampled(*g.tok, pos, info);
+        log_sampled(*g.tok, pos, info, g.params->sampling.temperature == 0);
         if (g.hooks.on_token) g.hooks.on_token(t, info);
     }
     if (std::find(g.stops.begin(), g.stops.end(), t) != g.stops.end()) {
@@ -222,7 +261,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
     int n = (int)prompt.size();
     if (n == 0) fail("the prompt has no tokens");
     if (pos + n > net.kv.n_ctx)
-        fail("the prompt needs %d positions but the context holds %d (raise --ctx)", pos + n, net.kv.n_ctx);
+        fail("the prompt needs %d positions but the context holds %d (%s)", pos + n, net.kv.n_ctx, ctx_hint(net).c_str());
     Generation g;
     generation_start(g, tok, net.model->cfg, sampler, prompt, params, hooks);
     GenerateResult& res = g.res;
@@ -243,7 +282,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
         if (!more) break;
         if (net.n_past >= net.kv.n_ctx) {
             res.finish = Finish::Context;
-            LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (raise --ctx)", net.kv.n_ctx);
+            LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (%s)", net.kv.n_ctx, ctx_hint(net).c_str());
             break;
         }
         // Decode: the new token goes in at the next position and its keys and

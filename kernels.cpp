@@ -5,6 +5,7 @@
 // kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
 // checks every one of them against the loops here.
 #include "kernels.h"
+#include "logging.h"
 #include <cmath>
 #include <omp.h>
 
@@ -16,6 +17,7 @@ const KernelSetInfo KERNEL_SETS[] = {
     {KernelSet::Scalar, "scalar", "the SIMD order in portable C++ (bitwise equal to avx2/avx512)"},
     {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels"},
     {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels"},
+    {KernelSet::NEON, "neon", "ARM NEON micro-kernels (vdotq_s32 for Q8_0 where built for dotprod)"},
 };
 const int N_KERNEL_SETS = sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]);
 
@@ -29,25 +31,20 @@ void kernels_init(KernelSet set, int threads) {
         fail("--kernels avx2: this CPU lacks AVX2, FMA or F16C (try fast or scalar)");
     if (set == KernelSet::AVX512 && !cpu_has_avx512())
         fail("--kernels avx512: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)");
+    if (set == KernelSet::NEON && !cpu_has_neon())
+        fail("--kernels neon: this build is not for 64-bit ARM (try fast or scalar)");
+    if (set == KernelSet::Fast && cpu_has_neon()) set = KernelSet::NEON;
     if (set == KernelSet::Fast) set = cpu_has_avx512() ? KernelSet::AVX512 : cpu_has_avx2() ? KernelSet::AVX2 : KernelSet::Scalar;
     g_kernels.simd = set == KernelSet::Plain ? nullptr : &SCALAR_KERNELS;
 #if defined(__x86_64__)  // the SIMD files define their tables only there
     if (set == KernelSet::AVX2) g_kernels.simd = &AVX2_KERNELS;
     if (set == KernelSet::AVX512) g_kernels.simd = &AVX512_KERNELS;
 #endif
-}
-
-KernelSet parse_kernel_set(const char* flag, const std::string& name) {
-    for (int i = 0; i < N_KERNEL_SETS; i++)
-        if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
-    fail("%s: \"%s\" is not fast, plain, scalar, avx2 or avx512", flag, name.c_str());
-}
-
-DType parse_float_type(const char* flag, const std::string& name) {
-    if (name == "f32") return DType::F32;
-    if (name == "f16") return DType::F16;
-    if (name == "bf16") return DType::BF16;
-    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
+#if defined(__aarch64__) && defined(__ARM_NEON)  // kernels_neon.cpp defines its table only there
+    if (set == KernelSet::NEON) g_kernels.simd = &NEON_KERNELS;
+#endif
+    LOGD(CAT_LOAD, "kernels: %s (--kernels %s), %d threads", kernel_path_name(), kernel_set_name(g_kernels.set),
+         g_kernels.threads);
 }
 
 const char* kernel_set_name(KernelSet set) {

@@ -5,7 +5,7 @@
 // ones are chosen with --kernels fast (the default); tests check that each
 // fast kernel equals its plain twin. The plain kernels live in kernels.cpp,
 // the fast drivers and their scalar twin in kernels_fast.cpp, the SIMD
-// micro-kernels in kernels_avx2.cpp and kernels_avx512.cpp (see
+// micro-kernels in kernels_avx2.cpp, kernels_avx512.cpp and kernels_neon.cpp (see
 // book/11-performance.md).
 #pragma once
 #include <vector>
@@ -27,12 +27,12 @@ struct Mat {
 // operation (matmul, attention_head, ...), which looks at g_kernels and runs
 //   *_plain  the reference loops in kernels.cpp (one thread, double sums), or
 //   *_fast   the threaded driver in kernels_fast.cpp, given the micro-kernels
-//            of one instruction set: the scalar twin (portable C++), AVX2 or
-//            AVX-512, each in its own file.
+//            of one instruction set: the scalar twin (portable C++), AVX2,
+//            AVX-512 or NEON (64-bit ARM), each in its own file.
 // Every SIMD set sums in the one order of kernels_fast.cpp, so scalar, AVX2
 // and AVX-512 give bitwise identical results; "fast" is the best set this
 // CPU runs, chosen at run time (cpuid).
-enum class KernelSet { Plain, Scalar, AVX2, AVX512, Fast };
+enum class KernelSet { Plain, Scalar, AVX2, AVX512, NEON, Fast };
 struct KernelSetInfo {
     KernelSet set;
     const char* name;  // the --kernels value
@@ -60,8 +60,10 @@ struct SimdKernels {
 extern const SimdKernels SCALAR_KERNELS;
 extern const SimdKernels AVX2_KERNELS;    // defined only on x86-64
 extern const SimdKernels AVX512_KERNELS;  // defined only on x86-64
+extern const SimdKernels NEON_KERNELS;    // defined only on 64-bit ARM
 bool cpu_has_avx2();    // AVX2 + FMA + F16C
 bool cpu_has_avx512();  // AVX-512 F, BW, VL, BF16, VNNI
+bool cpu_has_neon();    // built for 64-bit ARM (every such core has NEON)
 
 struct KernelConfig {
     KernelSet set = KernelSet::Fast;  // as asked
@@ -72,13 +74,9 @@ extern KernelConfig g_kernels;
 // Applies threads to OpenMP and resolves "fast" to the best set this CPU
 // runs; fails with a one-line error when the CPU lacks the set asked for.
 void kernels_init(KernelSet set, int threads);
-// "plain", "scalar", "avx2", "avx512" or "fast"; throws LanternError naming `flag` otherwise.
-KernelSet parse_kernel_set(const char* flag, const std::string& name);
 const char* kernel_set_name(KernelSet set);
 // What runs now: "plain", "scalar", "avx2" or "avx512".
 const char* kernel_path_name();
-// "f32", "f16" or "bf16" (--kv-type); throws LanternError naming `flag` otherwise.
-DType parse_float_type(const char* flag, const std::string& name);
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);

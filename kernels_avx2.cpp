@@ -12,8 +12,13 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+// "The functions below may use these instructions", in GCC's and clang's words.
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -225,7 +230,11 @@ static void axpy_avx2(float* y, float alpha, const uint8_t* x, DType xt, int n) 
     }
 }
 
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
                                   tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2};

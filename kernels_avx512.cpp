@@ -22,9 +22,16 @@
 #include <immintrin.h>
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_*(),
 // which -Wmaybe-uninitialized reports inside every caller: a false alarm.
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// "The functions below may use these instructions", in GCC's and clang's words.
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni")
+#endif
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -222,7 +229,11 @@ static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n
     }
 }
 
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
                                     tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512};

@@ -50,10 +50,16 @@
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C straight from cpuid (leaf 1, ECX): clang's __builtin_cpu_supports has no name for it.
+    unsigned a, b, c, d;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return false;
 #endif

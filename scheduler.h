@@ -21,7 +21,7 @@
 #include <memory>
 #include <mutex>
 #include "kv_pages.h"
-#include "run.h"
+#include "generate.h"
 
 struct SchedRequest {
     int id = 0;

@@ -38,40 +38,17 @@
 #include <nlohmann/json.hpp>
 #include "kernels_cuda.h"
 #include "logging.h"
-#include "run.h"
+#include "cli.h"
+#include "generate.h"
 #include "scheduler.h"
 #include "server_request.h"
 #include "trace_report.h"
 
 using json = nlohmann::ordered_json;  // keys stay in the order written, as in the API docs
-std::string default_model_path();  // run.cpp
 
-static const char* SERVE_USAGE =
-    "usage: ./run serve [MODEL] [flags]\n\n"
-    "  --host ADDR        address to listen on (default: 127.0.0.1, this machine only)\n"
-    "  --port N           TCP port; 0 picks a free one (default: 8080)\n"
-    "  --parallel N       requests generated together, one batch (default: 4)\n"
-    "  --batch-tokens N   rows per batched step: decode tokens plus prompt chunks (default: 256)\n"
-    "  --kv-tokens N      positions in the shared paged KV cache (default: parallel x ctx)\n"
-    "  --queue N          requests that may wait for a slot; more get 503 (default: 16)\n"
-    "  --ctx N            KV cache length in tokens (default: min(4096, max positions))\n"
-    "  --threads N        CPU threads for the matrix products (default: all cores)\n"
-    "  --kernels SET      fast, scalar or plain (default: fast)\n"
-    "  --quant q8_0       quantize the weights to 8 bits at load\n"
-    "  --device NAME      cpu, or cuda (needs `make cuda`)\n"
-    "  --report [F.html]  the last request's HTML report (default file: trace_report.html; --parallel 1)\n"
-    "  --trace-json FILE  the last request's Chrome trace (--parallel 1)\n"
-    "  -v, -vv            debug / trace log\n\n"
-    "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics";
-
-struct ServeOptions {
-    std::string model, host = "127.0.0.1";
-    int port = 8080, queue_limit = 16, ctx = 0, threads = 0;
-    int parallel = 4, batch_tokens = 256, kv_tokens = 0;
-    KernelSet kernels = KernelSet::Fast;
-    bool quant_q8_0 = false;
-    TraceOptions trace;
-};
+// The flags are cli.cpp's (groups serve, sampling, engine, report, output):
+// Options holds host, port, queue_limit, parallel, batch_tokens, kv_tokens,
+// the engine options and the trace files.
 const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
 
 
@@ -128,12 +105,11 @@ struct Job {
     std::atomic<bool> cancelled{false};
 };
 
-// The model and the queue in front of it.
-struct Engine {
-    ServeOptions opt;
-    Model model;
-    Tokenizer tok;
-    Net net;               // the weights' scratch; the caches are the scheduler's pages
+// The model (engine_load's Engine: model, tokenizer, and a Net kept for its
+// scratch: the sequences' caches are the scheduler's pages) and the
+// scheduler in front of it.
+struct Server : Engine {
+    Options opt;
     Scheduler sched;
     std::vector<int> stop_ids;  // stop_token_ids: not part of an answer's logprobs
     std::string model_id;  // what /v1/models lists and answers carry
@@ -145,7 +121,7 @@ struct Engine {
 // Everything that can be wrong with a request is found here, before it
 // waits in the queue and before a stream's "200 OK" goes out: the body by
 // server_request.cpp, then the prompt's length in tokens.
-static std::shared_ptr<Job> parse_request(const Engine& e, const std::string& body, bool chat) {
+static std::shared_ptr<Job> parse_request(const Server& e, const std::string& body, bool chat) {
     GenerationRequest r = parse_generation_request(body, chat, std::random_device()());
     auto job = std::make_shared<Job>();
     job->chat = r.chat;
@@ -183,7 +159,7 @@ static void finish_job(Job& job, GenerateResult r, const std::string& error, int
     job.cv.notify_all();
 }
 
-static std::string submit(Engine& e, const std::shared_ptr<Job>& job) {
+static std::string submit(Server& e, const std::shared_ptr<Job>& job) {
     auto r = std::make_shared<SchedRequest>();
     r->id = job->id;
     r->prompt = job->prompt;
@@ -480,7 +456,7 @@ static json usage_json(const Job& job) {
 }
 
 // The fields every answer and every stream chunk carry.
-static json envelope(const Engine& e, const Job& job, const char* object) {
+static json envelope(const Server& e, const Job& job, const char* object) {
     return {{"id", strprintf("%s-%d", job.chat ? "chatcmpl" : "cmpl", job.id)},
             {"object", object}, {"created", job.created}, {"model", e.model_id}};
 }
@@ -488,7 +464,7 @@ static json envelope(const Engine& e, const Job& job, const char* object) {
 // OpenAI's logprobs object for the tokens [from, to) of a job (the chat
 // form, for both endpoints): each token's text, log-probability and bytes,
 // and its top alternatives.
-static json logprobs_json(const Engine& e, const Job& job, size_t from, size_t to) {
+static json logprobs_json(const Server& e, const Job& job, size_t from, size_t to) {
     auto entry = [&](int id, float prob) {
         std::string b = token_bytes(e.tok, id);
         return json{{"token", utf8_sanitize(b)}, {"logprob", std::log(std::max(prob, 1e-30f))},
@@ -505,7 +481,7 @@ static json logprobs_json(const Engine& e, const Job& job, size_t from, size_t t
     return {{"content", content}};
 }
 
-static json answer_json(const Engine& e, const Job& job) {
+static json answer_json(const Server& e, const Job& job) {
     json a = envelope(e, job, job.chat ? "chat.completion" : "text_completion");
     json choice = {{"index", 0}};
     if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", job.result.text}};
@@ -519,7 +495,7 @@ static json answer_json(const Engine& e, const Job& job) {
 
 // One stream chunk: a piece of text (chat: in "delta"), or the finish
 // reason with no text.
-static json chunk_json(const Engine& e, const Job& job, const json& delta, const char* finish, json logprobs = nullptr) {
+static json chunk_json(const Server& e, const Job& job, const json& delta, const char* finish, json logprobs = nullptr) {
     json c = envelope(e, job, job.chat ? "chat.completion.chunk" : "text_completion");
     json choice = {{"index", 0}};
     if (job.chat) choice["delta"] = delta;
@@ -547,7 +523,7 @@ static void note_tokens(const Job& job, const char* how) {
 // httplib calls the provider once, on this handler thread, after the
 // headers; a failed write means the client is gone, and `cancelled` tells
 // the model thread to stop.
-static void stream_answer(Engine& e, const std::shared_ptr<Job>& job, httplib::Response& res) {
+static void stream_answer(Server& e, const std::shared_ptr<Job>& job, httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     auto provider = [&e, job](size_t, httplib::DataSink& sink) {
         auto send = [&](const std::string& data) {
@@ -605,7 +581,7 @@ static void stream_answer(Engine& e, const std::shared_ptr<Job>& job, httplib::R
 }
 
 // POST /v1/chat/completions and POST /v1/completions.
-static void handle_generate(Engine& e, const std::string& body, httplib::Response& res, bool chat) {
+static void handle_generate(Server& e, const std::string& body, httplib::Response& res, bool chat) {
     std::shared_ptr<Job> job;
     try {
         job = parse_request(e, body, chat);
@@ -678,7 +654,7 @@ static void log_request(const httplib::Request& req, const httplib::Response& re
     t_note = RequestNote();
 }
 
-static void route(httplib::Server& svr, Engine& e) {
+static void route(httplib::Server& svr, Server& e) {
     using httplib::Request;
     using httplib::Response;
     svr.set_pre_routing_handler([](const Request& req, Response& res) {
@@ -758,57 +734,10 @@ static void route(httplib::Server& svr, Engine& e) {
 
 // ---------------------------------------------------------------------------
 // ./run serve [MODEL] [flags]
-static int int_arg(const char* flag, const char* s, int lo, int hi) {
-    char* end = nullptr;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s, lo, hi);
-    return (int)v;
-}
-
-static ServeOptions parse_serve_args(int argc, char** argv) {
-    ServeOptions o;
-    for (int i = 0; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> const char* {
-            if (i + 1 >= argc) fail("%s needs a value", a.c_str());
-            return argv[++i];
-        };
-        if (a == "--host") o.host = val();
-        else if (a == "--port") o.port = int_arg("--port", val(), 0, 65535);
-        else if (a == "--queue") o.queue_limit = int_arg("--queue", val(), 1, 1000);
-        else if (a == "--parallel") o.parallel = int_arg("--parallel", val(), 1, 256);
-        else if (a == "--batch-tokens") o.batch_tokens = int_arg("--batch-tokens", val(), 1, 1 << 16);
-        else if (a == "--kv-tokens") o.kv_tokens = int_arg("--kv-tokens", val(), 1, 1 << 30);
-        else if (a == "--ctx") o.ctx = int_arg("--ctx", val(), 1, 1 << 30);
-        else if (a == "--threads") o.threads = int_arg("--threads", val(), 1, 1024);
-        else if (a == "--kernels") o.kernels = parse_kernel_set("--kernels", val());
-        else if (a == "--quant") {
-            std::string q = val();
-            if (q != "q8_0" && q != "none") fail("--quant: \"%s\" is not q8_0 or none", q.c_str());
-            o.quant_q8_0 = q == "q8_0";
-        } else if (a == "--device") device_select(val());
-        else if (a == "--report") {
-            bool file = i + 1 < argc && std::string(argv[i + 1]).size() > 5 &&
-                        std::string(argv[i + 1]).compare(std::string(argv[i + 1]).size() - 5, 5, ".html") == 0;
-            o.trace.report_path = file ? argv[++i] : "trace_report.html";
-        } else if (a == "--trace-json") o.trace.json_path = val();
-        else if (a == "-v") set_log_verbosity(1);
-        else if (a == "-vv") set_log_verbosity(2);
-        else if (a == "-h" || a == "--help") {
-            printf("%s\n", SERVE_USAGE);
-            exit(0);
-        } else if (a.size() > 1 && a[0] == '-') fail("serve: unknown flag \"%s\" (./run serve --help lists them)", a.c_str());
-        else if (o.model.empty()) o.model = a;
-        else fail("serve: too many arguments (\"%s\"); ./run serve --help", a.c_str());
-    }
-    if (o.model.empty()) o.model = default_model_path();
-    return o;
-}
-
 int cmd_serve(int argc, char** argv) {
-    Engine e;
-    e.opt = parse_serve_args(argc, argv);
-    const ServeOptions& o = e.opt;
+    Server e;
+    e.opt = parse_command("serve", argc, argv);
+    const Options& o = e.opt;
     // Ctrl-C and kill are taken by one thread with sigwait, not by a signal
     // handler: it can then lock and wake like any other thread. The mask is
     // set before any thread starts (OpenMP's too), so every thread inherits it.
@@ -823,18 +752,16 @@ int cmd_serve(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
 
-    if (access(o.model.c_str(), F_OK) != 0) fail("%s: no such model folder or file", o.model.c_str());
-    kernels_init(o.kernels, o.threads);
-    load_model(e.model, o.model);
-    if (o.quant_q8_0) quantize_model(e.model);
-    tokenizer_load(e.tok, e.model.dir);
     if (g_device == Device::CUDA) fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
     if ((!o.trace.report_path.empty() || !o.trace.json_path.empty()) && o.parallel != 1)
         fail("serve: --report and --trace-json follow one request at a time; add --parallel 1");
-    e.n_ctx = o.ctx ? o.ctx : std::min(4096, e.model.cfg.max_pos);
+    // The model and the tokenizer; no KV cache of engine_load's: each
+    // sequence's cache is a block table in the scheduler's pages.
+    engine_load(e, o.engine, ENGINE_MODEL | ENGINE_TOKENIZER);
+    e.n_ctx = o.engine.ctx ? o.engine.ctx : std::min(4096, e.model.cfg.max_pos);
     if (e.n_ctx > e.model.cfg.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", e.n_ctx, e.model.cfg.max_pos);
     net_init(e.net, e.model, 1);  // scratch only: the sequences' caches are the scheduler's pages
-    scheduler_init(e.sched, e.net, e.tok, o.parallel, o.batch_tokens, o.queue_limit, e.n_ctx, o.kv_tokens, DType::F32);
+    scheduler_init(e.sched, e.net, e.tok, o.parallel, o.batch_tokens, o.queue_limit, e.n_ctx, o.kv_tokens, o.engine.kv_type);
     e.stop_ids = stop_token_ids(e.tok, e.model.cfg);
     e.model_id = e.model.dir;
     e.started = (long)time(nullptr);

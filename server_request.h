@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include "run.h"
+#include "generate.h"
 
 // An answer that is not an answer: a 4xx or 5xx status and OpenAI's error
 // fields ({"message", "type", "param", "code"}).

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include "trace_report.h"
+#include "kernels.h"
 #include "trace_report_draw.h"
 
 // ---------------------------------------------------------------------------
@@ -50,7 +51,7 @@ static std::string section_run(const Recorder& r) {
                          c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate, c.vocab));
     }
     row("sampler", esc(sampler_settings(r.sampling)));
-    row("machine", strprintf("%d OpenMP threads", omp_get_max_threads()));
+    row("machine", strprintf("%d OpenMP threads, %s kernels", omp_get_max_threads(), kernel_path_name()));
     char when[64];
     time_t now = time(nullptr);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
@@ -362,8 +363,8 @@ table.grid-t { border-collapse: collapse; background: #fff; margin: 8px 0; }
 table.grid-t th, table.grid-t td { border: 1px solid var(--line); padding: 4px 12px; text-align: right; }
 table.grid-t th:first-child { text-align: left; font-weight: 500; color: #3a3e44; }
 th.c-prefill { color: var(--prefill); } th.c-decode { color: var(--decode); }
-.stream { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px; line-height: 2; }
-.tok { white-space: pre; font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; padding: 2px 1px; border-radius: 3px;
+.stream { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px; line-height: 2; word-break: break-all; }
+.tok { white-space: pre-wrap; font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; padding: 2px 1px; border-radius: 3px;
        background: rgba(61, 114, 180, calc(0.08 + 0.5 * (1 - var(--p)))); border: 1px solid rgba(61, 114, 180, .25); margin-right: 1px; }
 .tok.plain { background: #f1efe9; border-color: #e1ded6; }
 details summary { cursor: pointer; margin: 10px 0 4px; color: #3a3e44; }

@@ -62,7 +62,7 @@ var() { make -s --no-print-directory --eval "lantern-print-var: ; @echo \$($1)" 
 CXX=${CXX:-$(var CXX)}
 CXXFLAGS=${CXXFLAGS:-$(var CXXFLAGS)}
 LDLIBS=${LDLIBS:-$(var LDLIBS)}
-OBJS=${OBJS:-$(var ENGINE_OBJS) build/run_lib.o}
+OBJS=${OBJS:-$(var ENGINE_OBJS)}
 for o in $OBJS; do
     [ -f "$o" ] || { echo "build_exercise: $o is missing: run make first"; exit 1; }
 done

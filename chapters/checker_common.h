@@ -26,7 +26,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "net.h"
-#include "run.h"
+#include "generate.h"
 #include "tokenizer.h"
 
 // Which version the engine's calls reach.

@@ -27,7 +27,7 @@ expect_error "outside the vocabulary" ./run fwd models/tiny 999999 0
 expect_error "\-\-tokens" ./run fwd models/tiny --tokens 1,x,3
 expect_error "\-\-kernels" ./run fwd models/tiny 1 0 --kernels turbo
 expect_error "context full" ./run fwd models/tiny --tokens 1,2,3 --pos 4094 --ctx 4096
-expect_error "unknown argument" ./run fwd models/tiny 1 0 --bogus
+expect_error "unknown flag \"--bogus\" for ./run fwd" ./run fwd models/tiny 1 0 --bogus
 # A folder without tokenizer.json, and a directory where a file is expected.
 mkdir -p $t/notok $t/dirs/config.json $t/tokdir/tokenizer.json
 cp models/tiny/config.json models/tiny/model.safetensors $t/notok/

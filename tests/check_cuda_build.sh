@@ -22,7 +22,7 @@ var() { make -s --no-print-directory --eval='print-%: ; @echo $($*)' "$@"; }
 
 cuda_objs=(build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
 cpu_objs=()
-for o in $(var print-ENGINE_OBJS) build/run_lib.o $(var print-TEST_OBJS); do
+for o in $(var print-ENGINE_OBJS) $(var print-TEST_OBJS); do
     case "$o" in build/net_cuda.o | build/tests/test_cuda.o) ;; *) cpu_objs+=("$o") ;; esac
 done
 make --no-print-directory "${cpu_objs[@]}"

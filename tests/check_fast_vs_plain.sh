@@ -5,7 +5,7 @@
 #   1. logits of --kernels fast within 1e-4 x std of --kernels plain at every
 #      position of a 40-token batch (the bound of tools/compare_torch.py);
 #   2. the same logits, bit for bit, for --threads 1 and --threads 2, and for
-#      every kernel set this CPU runs (scalar, avx2, avx512; the others are
+#      every kernel set this CPU runs (scalar, avx2, avx512, neon; the others are
 #      reported as skipped): one summation order everywhere;
 #   3. greedy generation, 64 tokens: identical ids for plain and fast, for 1
 #      and 2 threads, and for batched and stepwise prefill;
@@ -65,8 +65,8 @@ for model in models/tiny models/mha; do
     else echo "  FAIL: --threads 1 and 2 differ"; status=1; fi
     if cmp -s $tmp/fast1.bin $tmp/scalar2.bin; then echo "  ok: fast (SIMD) and scalar give identical logits"
     else echo "  FAIL: fast and scalar differ"; status=1; fi
-    for set in avx2 avx512; do
-        if ! ./run fwd $model --tokens 1 --kernels $set >/dev/null 2>&1; then
+    for set in avx2 avx512 neon; do
+        if ! $RUN fwd $model --tokens 1 --kernels $set >/dev/null 2>&1; then
             echo "  skipped: this CPU does not run --kernels $set"
         elif fwd $model $tmp/set.bin --kernels $set --threads 2 && cmp -s $tmp/set.bin $tmp/scalar2.bin; then
             echo "  ok: --kernels $set and scalar give identical logits"

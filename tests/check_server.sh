@@ -52,7 +52,7 @@ start_server main
 echo "server at $URL"
 
 # 1. The OpenAI client against the CLI.
-./run "$MODEL" "Hi" -n 20 -t 0.8 -k 40 -s 7 --threads 1 --json >"$TMP/cli.json" 2>/dev/null || fail "./run --json failed"
+./run "$MODEL" "Hi" --no-gen-config -n 20 -t 0.8 -k 40 -s 7 --threads 1 --json >"$TMP/cli.json" 2>/dev/null || fail "./run --json failed"
 node tests/server/openai_client.js "$URL/v1" "$TMP/cli.json" || fail "OpenAI client checks"
 
 # 2. Raw endpoints.
@@ -60,7 +60,7 @@ node tests/server/openai_client.js "$URL/v1" "$TMP/cli.json" || fail "OpenAI cli
 ok "/health says ok"
 curl -s "$URL/v1/models" | grep -q "\"id\":\"$MODEL\"" || fail "/v1/models does not list $MODEL"
 ok "/v1/models lists $MODEL"
-./run "$MODEL" "In the beginning" --raw -n 8 -t 0 --threads 1 --json >"$TMP/raw.json" 2>/dev/null
+./run "$MODEL" "In the beginning" --no-gen-config --raw -n 8 -t 0 --threads 1 --json >"$TMP/raw.json" 2>/dev/null
 code=$(post /v1/completions '{"prompt": "In the beginning", "max_tokens": 8, "temperature": 0}')
 [ "$code" = 200 ] || fail "/v1/completions: HTTP $code"
 [ "$(json_field "$TMP/body" 'd["choices"][0]["text"]')" = "$(json_field "$TMP/raw.json" 'd["text"]')" ] ||

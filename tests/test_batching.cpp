@@ -9,7 +9,7 @@
 #include <memory>
 #include <unistd.h>
 
-#include "run.h"
+#include "generate.h"
 
 static Config small_config() {
     Config c;

@@ -10,7 +10,7 @@
 #include <memory>
 #include <unistd.h>
 
-#include "run.h"
+#include "generate.h"
 
 struct Tiny {
     Model model;

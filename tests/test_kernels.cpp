@@ -83,6 +83,8 @@ static std::vector<KernelSet> simd_sets() {
     else MESSAGE("skipped: this CPU lacks AVX2/FMA/F16C, the avx2 kernels are not compared");
     if (cpu_has_avx512()) sets.push_back(KernelSet::AVX512);
     else MESSAGE("skipped: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI, the avx512 kernels are not compared");
+    if (cpu_has_neon()) sets.push_back(KernelSet::NEON);
+    else MESSAGE("skipped: not a 64-bit ARM build, the neon kernels are not compared (make test-arm64 runs them)");
     return sets;
 }
 static const SimdKernels& simd_table(KernelSet set) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "logging.h"
-#include "run.h"
+#include "generate.h"
 
 // Log lines go to a temporary file while a case runs; the level, the
 // watching and the filters are put back afterwards.

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "run.h"
+#include "generate.h"
 #include "trace_report.h"
 
 int cmd_generate(int argc, char** argv);  // run.cpp

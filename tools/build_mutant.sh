@@ -13,14 +13,14 @@ if [ $# -ne 3 ]; then echo "usage: tools/build_mutant.sh NAME SOURCE.cpp 'SED EX
 name=$1 src=$2 expr=$3
 dir=build/mutants
 mkdir -p "$dir"
-[ -f build/run.o ] || { echo "build_mutant: no build/run.o: run make first"; exit 1; }
+[ -f build/main.o ] || { echo "build_mutant: no build/main.o: run make first"; exit 1; }
 # Ask make for a variable's value, so the flags and libraries stay the Makefile's.
 var() { make -s --no-print-directory --eval "lantern-print-var: ; @echo \$($1)" lantern-print-var; }
 CXX=$(var CXX) CXXFLAGS=$(var CXXFLAGS) LDLIBS=$(var LDLIBS)
 sed "$expr" "$src" > "$dir/$name.cpp"
 if cmp -s "$src" "$dir/$name.cpp"; then echo "build_mutant: the sed expression changed nothing in $src"; exit 1; fi
 $CXX $CXXFLAGS -I. -c -o "$dir/$name.o" "$dir/$name.cpp"
-objs=$(ls build/*.o | grep -v -e "/run_lib.o" -e "/${src%.cpp}.o")
+objs=$(ls build/*.o | grep -v -e "/${src%.cpp}.o")
 $CXX $CXXFLAGS -o "$dir/run-$name" "$dir/$name.o" $objs $LDLIBS
 echo "built $dir/run-$name: $src with the change"
 diff "$src" "$dir/$name.cpp" | sed -n 's/^[<>] */  &/p' || true

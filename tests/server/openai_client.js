@@ -3,7 +3,7 @@
 //
 //   node tests/server/openai_client.js BASE_URL EXPECTED.json
 //
-// EXPECTED.json is `./run models/tiny "Hi" -n 20 -t 0.8 -k 40 -s 7 --json`'s
+// EXPECTED.json is `./run models/tiny "Hi" --no-gen-config -n 20 -t 0.8 -k 40 -s 7 --json`'s
 // output: the server must produce the same text for the same settings, both
 // as one answer and as a stream. Prints one line per check; exit 1 on the
 // first failure.

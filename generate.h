@@ -1,15 +1,46 @@
-// run.h — the generation API: prompt tokens in, sampled text out.
+// generate.h — the generation API: load an engine, prompt tokens in, sampled
+// text out.
 //
-// The command line (`./run "prompt"`, `./run chat`) and the HTTP server both
-// call generate(). It is written in generate.cpp; run.cpp holds only the
-// command-line side (flags, printing, the chat REPL).
+// The command line (`./run "prompt"`, `./run chat`, run.cpp), the HTTP
+// server (server.cpp) and the inspection tools (inspect.cpp, bench.cpp) all
+// load the model through engine_load(); the first two then call generate().
+// Both are written in generate.cpp.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
+#include "kernels.h"
 #include "net.h"
 #include "sampler.h"
 #include "tokenizer.h"
+
+// ---------------------------------------------------------------------------
+// The one load sequence: kernels -> model -> quantize -> tokenizer -> KV cache.
+// The fields are the command line's engine flags (cli.cpp).
+struct EngineOptions {
+    std::string model;                    // folder or .safetensors; "" = default_model_path()
+    int ctx = 0;                          // KV cache positions; 0 = min(4096, the model's max)
+    int threads = 0;                      // 0 = all cores
+    KernelSet kernels = KernelSet::Fast;  // kernels.h
+    bool quant_q8_0 = false;              // --quant q8_0
+    DType kv_type = DType::F32;           // --kv-type
+};
+// What a command needs loaded: fwd and bench run without a tokenizer; bench
+// makes its own KV caches.
+enum EngineParts { ENGINE_MODEL = 1, ENGINE_TOKENIZER = 2, ENGINE_NET = 4, ENGINE_ALL = 7 };
+struct Engine {
+    Model model;
+    Tokenizer tok;  // empty without ENGINE_TOKENIZER
+    Net net;        // empty without ENGINE_NET
+};
+// trained/kjv once a trained model is there, else the random-weight test
+// model that `make models` writes (real Qwen tokenizer, nonsense output).
+std::string default_model_path();
+// `min_ctx`: a default context at least this long (fwd at a far position).
+void engine_load(Engine& e, const EngineOptions& o, int parts = ENGINE_ALL, int min_ctx = 0);
+// What to say when the context is full: "raise --ctx (the model allows N)"
+// when it could be larger, else the model's own limit.
+std::string ctx_hint(const Net& net);
 
 // Prompts go through forward() in batches of at most this many tokens, so
 // the attention scores scratch ([heads, T, positions]) stays bounded.

@@ -1,0 +1,510 @@
+// cli.cpp — the command line: one table of flags, one table of subcommands,
+// one parser, and the help printed from the same tables.
+//
+//   ./run [MODEL] "prompt" [flags]     generate (the default subcommand)
+//   ./run SUB [args] [flags]           chat, serve, info, fwd, encode, decode, bench
+//   ./run help [SUB], ./run SUB --help, ./run --version
+//
+// Every flag is one row of flag_table(): its group, names, value, default,
+// help and what it sets. Every subcommand is one row of COMMANDS: its name,
+// usage, one-line summary and the flag groups it accepts. Adding a flag or a
+// subcommand is adding a row; --help can not forget it.
+//
+// Flags take their value as `--flag value` or `--flag=value`; one-letter
+// flags also as `-n64`. `-t` is the temperature, as in llama2.c's run.c
+// (llama-cli's -t is the thread count; here that is --threads). A word
+// after `--` is never a flag.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <sys/stat.h>
+#include <nlohmann/json.hpp>
+#include "cli.h"
+#include "json_read.h"
+#include "kernels_cuda.h"
+#include "logging.h"
+
+static const char* VERSION = "lantern 0.1 (Qwen2 architecture; safetensors bf16/f16/f32, q8_0 at load)";
+
+// ---------------------------------------------------------------------------
+// Values.
+int parse_int_arg(const char* flag, const char* s, int lo, int hi) {
+    char* end = nullptr;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) fail("%s: \"%s\" must be an integer in [%d, %d]", flag, s, lo, hi);
+    return (int)v;
+}
+
+static float parse_float_arg(const char* flag, const char* s, float lo, float hi) {
+    char* end = nullptr;
+    float v = strtof(s, &end);
+    if (!*s || *end || !std::isfinite(v) || v < lo || v > hi)
+        fail("%s: \"%s\" must be a number in [%g, %g]", flag, s, lo, hi);
+    return v;
+}
+
+KernelSet parse_kernel_set(const char* flag, const std::string& name) {
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
+    fail("%s: \"%s\" is not fast, plain, scalar, avx2, avx512 or neon", flag, name.c_str());
+}
+
+DType parse_float_type(const char* flag, const std::string& name) {
+    if (name == "f32") return DType::F32;
+    if (name == "f16") return DType::F16;
+    if (name == "bf16") return DType::BF16;
+    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
+}
+
+// "1,2,3" (fwd --tokens; bench --prompts): integers in [lo, hi].
+static std::vector<int> parse_int_list(const char* flag, const std::string& s, int lo, int hi) {
+    std::vector<int> out;
+    for (const std::string& item : split_commas(s)) out.push_back(parse_int_arg(flag, item.c_str(), lo, hi));
+    if (out.empty()) fail("%s: no values given", flag);
+    return out;
+}
+
+static std::string num(double v) { return strprintf("%g", v); }
+
+// JSON string literal for any bytes: escapes quotes, backslashes and
+// control characters; other bytes pass through (invalid UTF-8 is the
+// caller's concern).
+std::string json_string(const std::string& s) {
+    std::string r = "\"";
+    for (unsigned char ch : s) {
+        if (ch == '"') r += "\\\"";
+        else if (ch == '\\') r += "\\\\";
+        else if (ch == '\n') r += "\\n";
+        else if (ch == '\t') r += "\\t";
+        else if (ch == '\r') r += "\\r";
+        else if (ch < 0x20) r += strprintf("\\u%04x", ch);
+        else r += (char)ch;
+    }
+    return r + "\"";
+}
+
+// ---------------------------------------------------------------------------
+// The flag table. One row per flag:
+//   group   which subcommands see it (COMMANDS lists the groups each accepts)
+//   names   "-t, --temp": every spelling
+//   value   "T" (required), "[FILE]" (optional), nullptr (a switch)
+//   def     the default --help shows
+//   set     what it does with the value
+// To add a flag: add a row. A subcommand sees it when its row in COMMANDS
+// names the group.
+struct Flag {
+    const char* group;
+    const char* names;
+    const char* value;
+    std::string def;
+    const char* help;
+    std::function<void(const char* value)> set;
+};
+
+static std::vector<Flag> flag_table(Options& o, bool& help) {
+    static const Options d;  // the defaults, for --help
+    SamplerParams& s = o.gen.sampling;
+    const SamplerParams& ds = d.gen.sampling;
+    return {
+        // engine: engine_load()
+        {"engine", "-m, --model", "DIR", "trained/kjv (else models/tiny)", "model folder (or its .safetensors); the first word also works",
+         [&](const char* v) { o.engine.model = v; }},
+        {"engine", "-c, --ctx", "N", "min(4096, max positions)", "KV cache length in tokens", [&](const char* v) {
+             o.engine.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
+        {"engine", "--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
+             o.engine.threads = parse_int_arg("--threads", v, 1, 1024); }},
+        {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
+             o.engine.kernels = parse_kernel_set("--kernels", v); }},
+        {"engine", "--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
+             if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
+             o.engine.quant_q8_0 = !strcmp(v, "q8_0"); }},
+        {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
+             o.engine.kv_type = parse_float_type("--kv-type", v); }},
+        {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
+
+        // sampling: the model's generation_config.json first, then these
+        {"sampling", "-t, --temp", "T", num(ds.temperature), "temperature; 0 = greedy (-t as in llama2.c; threads are --threads)", [&](const char* v) {
+             s.temperature = parse_float_arg("--temp", v, 0, 1e6f); }},
+        {"sampling", "--greedy", nullptr, "off", "always the most likely token (the same as -t 0)", [&](const char*) { s.temperature = 0; }},
+        {"sampling", "-k, --top-k", "K", num(ds.top_k), "keep the K most likely tokens; <= 0 = off", [&](const char* v) {
+             s.top_k = parse_int_arg("--top-k", v, -(1 << 30), 1 << 30); }},
+        {"sampling", "--top-p", "P", num(ds.top_p), "nucleus: the fewest tokens whose probability reaches P, in (0, 1]", [&](const char* v) {
+             s.top_p = parse_float_arg("--top-p", v, 0, 1);
+             if (s.top_p <= 0) fail("--top-p: \"%s\" must be a number in (0, 1]", v); }},
+        {"sampling", "-s, --seed", "N", num(ds.seed), "random seed (0 to 4294967295)", [&](const char* v) {
+             char* end = nullptr;
+             unsigned long long x = strtoull(v, &end, 10);
+             if (!*v || *end || v[0] == '-' || x > 0xffffffffull) fail("--seed: \"%s\" must be an integer in [0, 4294967295]", v);
+             s.seed = (uint32_t)x; }},
+        {"sampling", "--repeat-penalty", "F", num(ds.repeat_penalty), "divide (x if negative) logits of recent tokens; 1 = off", [&](const char* v) {
+             s.repeat_penalty = parse_float_arg("--repeat-penalty", v, 0, 100);
+             if (s.repeat_penalty <= 0) fail("--repeat-penalty: \"%s\" must be greater than 0", v); }},
+        {"sampling", "--frequency-penalty", "F", num(ds.frequency_penalty), "subtract F per occurrence in the window", [&](const char* v) {
+             s.frequency_penalty = parse_float_arg("--frequency-penalty", v, -100, 100); }},
+        {"sampling", "--presence-penalty", "F", num(ds.presence_penalty), "subtract F once if in the window", [&](const char* v) {
+             s.presence_penalty = parse_float_arg("--presence-penalty", v, -100, 100); }},
+        {"sampling", "--repeat-last-n", "N", num(ds.repeat_last_n), "penalty window; 0 = off, -1 = everything", [&](const char* v) {
+             s.repeat_last_n = parse_int_arg("--repeat-last-n", v, -1, 1 << 30); }},
+        {"sampling", "--no-gen-config", nullptr, "off", "ignore the model's generation_config.json (it applies by default, as in Hugging Face generate())",
+         [&](const char*) { o.gen_config = false; }},
+        {"sampling", "--gen-config", nullptr, "on", "apply the model's generation_config.json, flags still win (the default)",
+         [&](const char*) { o.gen_config = true; }},
+
+        // generation: generate and chat
+        {"generation", "-n, --n-predict", "N", num(d.gen.n_predict), "most tokens to generate; -1 = until the context is full", [&](const char* v) {
+             int n = parse_int_arg("--n-predict", v, -1, 1 << 30);
+             o.gen.n_predict = n < 0 ? (1 << 30) : n; }},
+        {"generation", "--system", "TEXT", "the template's", "system message for the chat template", [&](const char* v) { o.system = v; }},
+        {"prefill", "--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
+             if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
+             else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;
+             else fail("--prefill: \"%s\" is not batched or stepwise", v); }},
+        // one prompt, one answer: generate only
+        {"prompt", "-p, --prompt", "TEXT", "the last word", "the prompt (instead of the last word)", [&](const char* v) { o.prompt = v; }},
+        {"prompt", "--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
+        {"prompt", "--stop", "TEXT", "none", "stop when the output reaches TEXT (repeatable)", [&](const char* v) {
+             if (!*v) fail("--stop: the stop string is empty");
+             o.gen.stop_strings.push_back(v); }},
+        {"prompt", "--json", nullptr, "off", "print one JSON object (text, ids, finish reason, timings) instead of the text", [&](const char*) { o.json = true; }},
+
+        // tracing: what -vv shows, and the files a run can leave
+        {"trace", "--trace-layers", "LIST", "all", "-vv shows only these layers, e.g. 0,3,5-7", [&](const char* v) {
+             g_watch_filter.layers = parse_index_list("--trace-layers", v); }},
+        {"trace", "--trace-pos", "LIST", "all", "-vv shows only these positions, e.g. 0,4", [&](const char* v) {
+             g_watch_filter.positions = parse_index_list("--trace-pos", v); }},
+        {"trace", "--trace-match", "TEXT", "all", "-vv shows only tensors whose name contains TEXT (a,b: either)", [&](const char* v) {
+             g_watch_filter.names = split_commas(v); }},
+        {"report", "--report", "[FILE]", "trace_report.html", "write an HTML report: timeline, tokens, layers, attention, graph "
+         "(the next word is the file unless it starts with - or holds a space)", [&](const char* v) {
+             o.trace.report_path = v ? v : "trace_report.html"; }},
+        {"report", "--trace-json", "FILE", "off", "write a Chrome trace (Perfetto): load, tokenize, prefill, decode steps, layers", [&](const char* v) {
+             o.trace.json_path = v; }},
+        {"graph", "--graph", "FILE.dot", "off", "write the computation graph as Graphviz DOT (needs no prompt)", [&](const char* v) {
+             o.trace.graph_path = v; }},
+
+        // fwd
+        {"fwd", "--tokens", "ID,ID,...", "none", "the token ids to run (instead of TOKEN POS)", [&](const char* v) {
+             o.tokens = parse_int_list("--tokens", v, 0, 0x7fffffff); }},
+        {"fwd", "--pos", "P", "0", "position of the first token", [&](const char* v) { o.pos = parse_int_arg("--pos", v, 0, 1 << 30); }},
+        {"fwd", "--all", nullptr, "off", "print every position, not only the last", [&](const char*) { o.all = true; }},
+        {"fwd", "--top", "N", num(d.top), "how many of the top logits to print", [&](const char* v) { o.top = parse_int_arg("--top", v, 1, 1000); }},
+        {"fwd", "--dump", "FILE", "off", "write every position's logits as raw float32, T x vocab", [&](const char* v) { o.dump = v; }},
+        {"fwd", "--json", nullptr, "off", "print the top logits as JSON", [&](const char*) { o.json = true; }},
+
+        // encode, decode
+        {"encode", "--file", "PATH", "none", "encode the bytes of this file instead of TEXT", [&](const char* v) { o.file = v; }},
+        {"encode", "--pieces", nullptr, "off", "one line per token: id, vocabulary string, bytes", [&](const char*) { o.pieces = true; }},
+        {"encode", "--time", nullptr, "off", "tokenizer load and encode time on stderr", [&](const char*) { o.timing = true; }},
+        {"decode", "--raw", nullptr, "off", "no newline after the text", [&](const char*) { o.no_newline = true; }},
+
+        // serve
+        {"serve", "--host", "ADDR", d.host, "address to listen on (127.0.0.1: this machine only)", [&](const char* v) { o.host = v; }},
+        {"serve", "--port", "N", num(d.port), "TCP port; 0 picks a free one", [&](const char* v) { o.port = parse_int_arg("--port", v, 0, 65535); }},
+        {"serve", "--parallel", "N", num(d.parallel), "requests generated together, one batch (scheduler slots)", [&](const char* v) {
+             o.parallel = parse_int_arg("--parallel", v, 1, 256); }},
+        {"serve", "--batch-tokens", "N", num(d.batch_tokens), "rows per batched step: decode tokens plus prompt chunks", [&](const char* v) {
+             o.batch_tokens = parse_int_arg("--batch-tokens", v, 1, 1 << 16); }},
+        {"serve", "--kv-tokens", "N", "parallel x ctx", "positions in the shared paged KV cache", [&](const char* v) {
+             o.kv_tokens = parse_int_arg("--kv-tokens", v, 1, 1 << 30); }},
+        {"serve", "--queue", "N", num(d.queue_limit), "requests that may wait for a slot; more get 503", [&](const char* v) {
+             o.queue_limit = parse_int_arg("--queue", v, 1, 1000); }},
+
+        // bench (its --kernels and --quant take lists; they hide the engine's)
+        {"bench", "--kernels", "LIST", "fast", "kernel sets to measure: fast,scalar,plain", [&](const char* v) {
+             o.bench_kernels = split_commas(v);
+             for (const std::string& k : o.bench_kernels) parse_kernel_set("--kernels", k); }},
+        {"bench", "--quant", "LIST", "bf16,q8_0", "weight types to measure: bf16,q8_0,f16,f32", [&](const char* v) {
+             o.bench_quants = split_commas(v);
+             for (const std::string& q : o.bench_quants)
+                 if (q != "bf16" && q != "none" && q != "q8_0" && q != "f16" && q != "f32")
+                     fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str()); }},
+        {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
+             o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
+        {"bench", "--llama", "FILE", "build/llama.cpp/bin/llama-bench", "llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh builds it)", [&](const char* v) {
+             o.llama_bench = v; }},
+        {"bench", "--reps", "N", num(d.reps), "runs per measurement (the median is shown)", [&](const char* v) { o.reps = parse_int_arg("--reps", v, 1, 100); }},
+        {"bench", "--decode", "N", num(d.n_decode), "tokens per decode run", [&](const char* v) { o.n_decode = parse_int_arg("--decode", v, 0, 4096); }},
+
+        // output: every subcommand
+        {"output", "-q, --quiet", nullptr, "off", "no log: only the output (errors still go to stderr)", [&](const char*) {
+             o.quiet = true;
+             g_log_level = LOG_ERROR; }},
+        {"output", "-v", nullptr, "off", "debug log: one line per sampled token with its top-5, one per layer per forward", [&](const char*) {
+             set_log_verbosity(1); }},
+        {"output", "-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) { set_log_verbosity(2); }},
+        {"output", "-h, --help", nullptr, "", "this list", [&](const char*) { help = true; }},
+    };
+}
+
+// ---------------------------------------------------------------------------
+// The subcommand table. To add a subcommand: write `int cmd_x(int, char**)`
+// starting with parse_command("x", ...), and add its row here.
+struct Command {
+    const char* name;
+    const char* usage;
+    const char* summary;
+    const char* groups;  // flag groups, in --help order
+    int max_args;        // positional words after the model (-1: any number)
+    int (*run)(int argc, char** argv);
+};
+
+static const Command COMMANDS[] = {
+    {"generate", "./run [MODEL] \"prompt\" [flags]", "generate text from a prompt (the default)",
+     "prompt generation sampling engine prefill trace report graph output", 1, cmd_generate},
+    {"chat", "./run chat [MODEL] [flags]", "a conversation in the terminal; the KV cache is kept between turns",
+     "generation sampling engine prefill trace report graph output", 0, cmd_chat},
+    {"serve", "./run serve [MODEL] [flags]", "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /metrics); requests batched together",
+     "serve sampling engine report output", 0, cmd_serve},
+    {"info", "./run info MODEL", "config, tensor table, and the checks made at load", "output", 0, cmd_info},
+    {"fwd", "./run fwd MODEL TOKEN POS | ./run fwd MODEL --tokens ID,ID,... [flags]",
+     "one forward pass, no sampling: the top logits (to compare with PyTorch)", "fwd engine trace output", 2, cmd_fwd},
+    {"encode", "./run encode MODEL_OR_TOKENIZER_JSON \"text\" | --file PATH [flags]", "text to token ids",
+     "encode output", 1, cmd_encode},
+    {"decode", "./run decode MODEL_OR_TOKENIZER_JSON ID ID ... (or \"ID,ID\")", "token ids to text", "decode output", -1, cmd_decode},
+    {"bench", "./run bench [MODEL] [flags]", "speed: memory bandwidth, prefill and decode per weight type",
+     "bench engine prefill output", 0, cmd_bench},
+};
+
+static const Command* find_command(const std::string& name) {
+    for (const Command& c : COMMANDS)
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+static std::vector<std::string> split_words(const char* list) {
+    std::vector<std::string> out;
+    for (const char* p = list; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) out.push_back(std::string(p, n));
+        p += n + (p[n] ? 1 : 0);
+    }
+    return out;
+}
+
+static bool has_word(const char* list, const std::string& word) {
+    for (const std::string& w : split_words(list))
+        if (w == word) return true;
+    return false;
+}
+
+// The row for `name` among the groups of `c`, in their order (so bench's
+// --kernels wins over the engine's).
+static const Flag* find_flag(const std::vector<Flag>& rows, const Command& c, const std::string& name) {
+    for (const std::string& group : split_words(c.groups))
+        for (const Flag& f : rows) {
+            if (group != f.group) continue;
+            std::string names = f.names;
+            for (size_t i = 0; i < names.size();) {
+                size_t j = names.find(", ", i);
+                if (j == std::string::npos) j = names.size();
+                if (names.compare(i, j - i, name) == 0 && j - i == name.size()) return &f;
+                i = j + 2;
+            }
+        }
+    return nullptr;
+}
+
+static const char* GROUP_TITLE[][2] = {
+    {"engine", "engine"}, {"sampling", "sampling (generation_config.json of the model first; flags win)"},
+    {"generation", "generation"}, {"prefill", "prefill"}, {"prompt", "prompt and answer"}, {"trace", "tracing (with -vv)"},
+    {"report", "report files"}, {"graph", "graph"}, {"fwd", "fwd"}, {"encode", "encode"}, {"decode", "decode"},
+    {"serve", "server"}, {"bench", "bench"}, {"output", "output"},
+};
+
+static void print_commands() {
+    printf("subcommands (./run SUB --help for each one's flags):\n");
+    for (const Command& c : COMMANDS)
+        if (strcmp(c.name, "generate")) printf("  %-9s %s\n", c.name, c.summary);
+}
+
+static void print_help(const Command& c) {
+    Options o;
+    bool help = false;
+    std::vector<Flag> rows = flag_table(o, help);
+    printf("usage: %s\n       %s\n\n", c.usage, c.summary);
+    if (!strcmp(c.name, "generate")) {
+        print_commands();
+        printf("  %-9s this list; ./run help SUB: one subcommand's\n\n", "help");
+    }
+    for (const std::string& group : split_words(c.groups)) {
+        const char* title = group.c_str();
+        for (auto& t : GROUP_TITLE)
+            if (group == t[0]) title = t[1];
+        bool any = false;
+        for (const Flag& f : rows) {
+            if (group != f.group || find_flag(rows, c, std::string(f.names, strcspn(f.names, ","))) != &f)
+                continue;  // hidden by an earlier group's flag of the same name
+            if (!any) printf("%s:\n", title);
+            any = true;
+            std::string left = std::string(f.names) + (f.value ? std::string(" ") + f.value : "");
+            printf("  %-24s %s%s%s%s\n", left.c_str(), f.help, f.def.empty() ? "" : " (default: ", f.def.c_str(),
+                   f.def.empty() ? "" : ")");
+        }
+        if (any) printf("\n");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing. Words that start with '-' are flags (a lone "-" and everything
+// after "--" are not); the rest are positional.
+static void parse_words(const Command& c, int argc, char** argv, Options& o, bool& help) {
+    std::vector<Flag> rows = flag_table(o, help);
+    bool only_positional = false;
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        if (only_positional || a.size() < 2 || a[0] != '-') {
+            o.positional.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            only_positional = true;
+            continue;
+        }
+        std::string name = a, value;
+        bool has_value = false;
+        const Flag* f = find_flag(rows, c, a);
+        if (!f && a.compare(0, 2, "--") == 0 && a.find('=') != std::string::npos) {  // --flag=value
+            name = a.substr(0, a.find('='));
+            value = a.substr(a.find('=') + 1);
+            has_value = true;
+            f = find_flag(rows, c, name);
+        } else if (!f && a[1] != '-') {  // -n64
+            name = a.substr(0, 2);
+            value = a.substr(2);
+            has_value = true;
+            f = find_flag(rows, c, name);
+            if (f && !f->value) f = nullptr;
+        }
+        if (!f) {
+            const char* sub = strcmp(c.name, "generate") ? c.name : "";
+            fail("unknown flag \"%s\" for ./run%s%s (./run %s%s--help lists them)", name.c_str(), *sub ? " " : "", sub, sub,
+                 *sub ? " " : "");
+        }
+        if (!f->value) {
+            if (has_value) fail("%s takes no value (\"%s\")", name.c_str(), a.c_str());
+            f->set(nullptr);
+        } else if (f->value[0] == '[') {  // an optional value
+            bool take = !has_value && i + 1 < argc && argv[i + 1][0] != '-' && !strpbrk(argv[i + 1], " \t\n");
+            if (take) value = o.report_word = argv[++i];
+            f->set(has_value || take ? value.c_str() : nullptr);
+        } else {
+            if (!has_value && i + 1 >= argc) fail("%s needs a value (%s)", name.c_str(), f->value);
+            if (!has_value) value = argv[++i];
+            f->set(value.c_str());
+        }
+    }
+}
+
+static bool is_model_path(const std::string& p) {
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) return stat((p + "/config.json").c_str(), &st) == 0;
+    return p.size() > 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0;
+}
+
+// The positional words: generate's are [MODEL] PROMPT, every other
+// command's first is the model (unless -m gave it).
+static void take_positionals(const Command& c, Options& o) {
+    std::vector<std::string>& p = o.positional;
+    if (!strcmp(c.name, "generate")) {
+        if (o.prompt.empty() && p.size() == 1 && o.engine.model.empty() && is_model_path(p[0]) &&
+            !o.trace.graph_path.empty()) {  // --graph alone needs no prompt
+            o.engine.model = p[0];
+            p.clear();
+        }
+        if (o.prompt.empty() && p.size() == 1 && o.engine.model.empty() && is_model_path(p[0]))
+            fail("no prompt given for the model %s%s (usage: %s; -p TEXT for a prompt that looks like a path)",
+                 p[0].c_str(),
+                 o.report_word.empty() ? "" : strprintf(" (--report took \"%s\" as its file; put the prompt first or write --report=FILE)", o.report_word.c_str()).c_str(),
+                 c.usage);
+        if (o.prompt.empty() && !p.empty()) {
+            o.prompt = p.back();
+            p.pop_back();
+        }
+        if (o.raw && !o.system.empty()) fail("--system needs the chat template; it does nothing with --raw");
+    }
+    if (o.engine.model.empty() && !p.empty() && strcmp(c.name, "generate") != 0) {
+        o.engine.model = p.front();
+        p.erase(p.begin());
+    } else if (o.engine.model.empty() && p.size() == 1) {  // generate: MODEL PROMPT
+        o.engine.model = p.front();
+        p.clear();
+    }
+    if (c.max_args >= 0 && (int)p.size() > c.max_args)
+        fail("too many arguments (\"%s\"); quote the prompt, or see ./run %s--help", p.back().c_str(),
+             strcmp(c.name, "generate") ? (std::string(c.name) + " ").c_str() : "");
+}
+
+// Hugging Face's generate() starts from the model's generation_config.json;
+// --gen-config does the same. do_sample false means greedy whatever the
+// temperature says.
+static void apply_generation_config(SamplerParams& s, const std::string& dir) {
+    std::string path = dir + "/generation_config.json";
+    std::ifstream f(path, std::ios::binary);
+    if (!f) fail("--gen-config: %s not found", path.c_str());
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // The same ranges as the flags that set these values (json_read.h).
+    nlohmann::json j = json_parse(text, path);
+    if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
+    s.temperature = (float)json_number(j, "temperature", s.temperature, 0, 1e6, path);
+    s.top_p = (float)json_number(j, "top_p", s.top_p, 0, 1, path);
+    if (s.top_p <= 0) fail("%s: \"top_p\" must be in (0, 1], not 0", path.c_str());
+    s.top_k = (int)json_int(j, "top_k", s.top_k, -(1 << 30), 1 << 30, path);
+    s.repeat_penalty = (float)json_number(j, "repetition_penalty", s.repeat_penalty, 0, 100, path);
+    if (s.repeat_penalty <= 0) fail("%s: \"repetition_penalty\" must be greater than 0", path.c_str());
+    if (!json_bool(j, "do_sample", true, path)) s.temperature = 0;
+    LOGI(CAT_SAMPLER, "%s: temperature %g, top-k %d, top-p %g, repeat penalty %g", path.c_str(), s.temperature,
+         s.top_k, s.top_p, s.repeat_penalty);
+}
+
+Options parse_command(const char* name, int argc, char** argv) {
+    const Command* c = find_command(name);
+    if (!c) fail("no subcommand \"%s\"", name);
+    Options o;
+    bool help = false;
+    parse_words(*c, argc, argv, o, help);
+    if (help) {
+        print_help(*c);
+        exit(0);
+    }
+    take_positionals(*c, o);
+    // The model's sampling defaults, then the flags again on top.
+    if (has_word(c->groups, "sampling") && o.gen_config) {
+        std::string dir = model_dir(o.engine.model.empty() ? default_model_path() : o.engine.model);
+        struct stat st;
+        if (stat((dir + "/generation_config.json").c_str(), &st) == 0) {
+            Options again;
+            apply_generation_config(again.gen.sampling, dir);
+            parse_words(*c, argc, argv, again, help);
+            take_positionals(*c, again);
+            o = again;
+        }
+    }
+    const WatchFilter& w = g_watch_filter;
+    if ((!w.layers.empty() || !w.positions.empty() || !w.names.empty()) && g_log_level < LOG_TRACE)
+        LOGW(CAT_KEY, "--trace-layers, --trace-pos and --trace-match choose what -vv shows; without -vv they do nothing");
+    return o;
+}
+
+// ---------------------------------------------------------------------------
+// ./run ...: the subcommand named by the first word, else generate.
+int run_command_line(int argc, char** argv) {
+    std::string first = argc >= 2 ? argv[1] : "";
+    if (first == "--version") {
+        printf("%s\n", VERSION);
+        return 0;
+    }
+    if (first == "help" || first == "-h" || first == "--help") {
+        const Command* c = find_command(argc >= 3 && first == "help" ? argv[2] : "generate");
+        if (!c) fail("help: no subcommand \"%s\"", argv[2]);
+        print_help(*c);
+        return 0;
+    }
+    const Command* c = find_command(first);
+    if (c && first != "generate") return c->run(argc - 2, argv + 2);
+    return cmd_generate(argc - 1, argv + 1);
+}

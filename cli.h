@@ -1,0 +1,75 @@
+// cli.h — the command line: one flag table and one command table for every
+// subcommand (cli.cpp), and the options they fill in.
+//
+// A subcommand is a function `int cmd_x(int argc, char** argv)` that starts
+// with `Options o = parse_command("x", argc, argv);`. The flags it accepts
+// are the groups its row in the command table names; --help for it is
+// printed from the same rows, with their defaults.
+#pragma once
+#include <string>
+#include <vector>
+#include "generate.h"
+#include "trace_report.h"
+
+struct Options {
+    // engine: what engine_load() loads (generate.h)
+    EngineOptions engine;
+    // sampling and generation
+    GenerateParams gen;
+    bool gen_config = true;  // start from the model's generation_config.json (--no-gen-config: don't)
+    std::string prompt;      // -p, or the last positional word
+    std::string system;      // --system
+    bool raw = false;        // --raw: no chat template
+    bool json = false;       // --json
+    // tracing and output
+    TraceOptions trace;
+    bool quiet = false;      // -q: only the generated text
+    // fwd
+    std::vector<int> tokens;
+    int pos = 0, top = 5;
+    bool all = false;
+    std::string dump;
+    // encode, decode
+    std::string file;
+    bool pieces = false, timing = false, no_newline = false;
+    // serve
+    std::string host = "127.0.0.1";
+    int port = 8080, queue_limit = 16;
+    int parallel = 4;       // --parallel: requests generated together (scheduler slots)
+    int batch_tokens = 256; // --batch-tokens: rows per batched step
+    int kv_tokens = 0;      // --kv-tokens: positions in the paged KV cache; 0 = parallel x ctx
+    // bench
+    std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
+    std::vector<int> bench_prompts = {16, 128};
+    int reps = 3, n_decode = 64;
+
+    std::vector<std::string> positional;  // the words that are not flags
+    std::string report_word;              // the word --report took as its file (for a clearer "no prompt")
+};
+
+// Parses the flags of subcommand `name` ("generate" for `./run "prompt"`):
+// prints its help and exits on -h/--help; throws LanternError on a bad flag.
+// For commands that sample, the model's generation_config.json is applied
+// first and the flags parsed again on top of it, so flags win.
+Options parse_command(const char* name, int argc, char** argv);
+// ./run --help, ./run help [SUB], ./run --version; then the subcommand.
+int run_command_line(int argc, char** argv);
+
+// Flag values shared with other files' own parsers.
+KernelSet parse_kernel_set(const char* flag, const std::string& name);  // fast | plain | scalar | avx2 | avx512
+DType parse_float_type(const char* flag, const std::string& name);      // f32 | f16 | bf16
+int parse_int_arg(const char* flag, const char* s, int lo, int hi);
+
+// The subcommands (inspect.cpp, run.cpp, server.cpp, bench.cpp).
+int cmd_info(int argc, char** argv);
+int cmd_fwd(int argc, char** argv);
+int cmd_encode(int argc, char** argv);
+int cmd_decode(int argc, char** argv);
+int cmd_generate(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+// Helpers the subcommands share.
+std::string json_string(const std::string& s);  // a JSON string literal for any bytes

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-bench natively for this machine, once, under
+# build/llama.cpp, so `./run bench` can measure it beside Lantern in the same
+# run on the same weights. llama.cpp is never a runtime dependency: without
+# this binary the bench column says "not measured".
+#
+# The source comes from the npm package node-llama-cpp (pinned 3.21.1), which
+# ships llama.cpp's source as a git bundle. About 3.5 minutes on 2 cores.
+#   bash tools/build_llama_bench.sh        -> build/llama.cpp/bin/llama-bench
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=build/llama.cpp
+BIN=$OUT/bin/llama-bench
+if [ -x "$BIN" ]; then echo "$BIN (already built)"; exit 0; fi
+for tool in git cmake npm; do
+    command -v $tool >/dev/null || { echo "build_llama_bench: '$tool' is not installed" >&2; exit 1; }
+done
+mkdir -p "$OUT"
+BUNDLE=$OUT/npm/node_modules/node-llama-cpp/llama/gitRelease.bundle
+if [ ! -f "$BUNDLE" ]; then
+    echo "fetching node-llama-cpp@3.21.1 from npm (its source bundle) ..."
+    mkdir -p "$OUT/npm"
+    (cd "$OUT/npm" && npm i -E --no-save --no-audit --no-fund --ignore-scripts node-llama-cpp@3.21.1 >/dev/null)
+fi
+[ -f "$BUNDLE" ] || { echo "build_llama_bench: $BUNDLE missing after npm install" >&2; exit 1; }
+rm -rf "$OUT/src"
+git clone -q "$BUNDLE" "$OUT/src"
+cmake -S "$OUT/src" -B "$OUT/cmake" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON \
+      -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
+nice cmake --build "$OUT/cmake" --target llama-bench -j "${JOBS:-2}" >/dev/null
+mkdir -p "$OUT/bin"
+cp "$OUT/cmake/bin/llama-bench" "$BIN"
+# llama-bench links llama.cpp's shared libraries; keep them beside it.
+cp -P "$OUT"/cmake/bin/*.so* "$OUT/bin/" 2>/dev/null || true
+echo "$BIN"
