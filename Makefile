@@ -158,6 +158,8 @@ test-arm64: deps
 bench: all
 	@[ -f models/qwen2.5-0.5b/model.safetensors ] || $(BUILD)/gen_model --preset qwen2.5-0.5b --out models/qwen2.5-0.5b
 	./run bench models/qwen2.5-0.5b --quant bf16,q8_0,f16,f32
+	@[ -f models/qwen3-0.6b/model.safetensors ] || $(BUILD)/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
+	./run bench models/qwen3-0.6b --quant bf16
 	@if [ -f tools/bench_tokenizer.sh ]; then bash tools/bench_tokenizer.sh; fi
 	python3 tools/bench_serve.py models/qwen2.5-0.5b --threads 2 --clients 8 --tokens 64
 

@@ -30,6 +30,7 @@
 #include <immintrin.h>
 #endif
 #include "cli.h"
+#include "quants.h"
 #include "kernels.h"
 #include "model.h"
 #include "net.h"
@@ -186,32 +187,6 @@ static void collect_weights(Model& m, Weights& w) {
     for (Mat* p : w.mats) w.original.push_back(*p);
 }
 
-// Any matrix converted to f32, f16, bf16 or Q8_0 (the benchmark's weight
-// types). Widening is exact (bf16 and f16 are subsets of f32); narrowing
-// rounds to nearest-even. Q8_0 can be a source, never a target.
-static Mat convert_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
-    if (to == DType::Q8_0) return quantize_q8_0(W, storage);
-    Mat c = W;
-    c.dtype = to;
-    storage.resize(c.bytes());
-    c.data = storage.data();
-    #pragma omp parallel
-    {
-        std::vector<float> row(W.cols);
-        #pragma omp for schedule(static)
-        for (int r = 0; r < W.rows; r++) {
-            mat_row_to_f32(W, r, row.data());
-            size_t base = (size_t)r * W.cols;
-            for (int i = 0; i < W.cols; i++) {
-                if (to == DType::F32) ((float*)storage.data())[base + i] = row[i];
-                else if (to == DType::F16) ((uint16_t*)storage.data())[base + i] = f32_to_f16(row[i]);
-                else ((uint16_t*)storage.data())[base + i] = f32_to_bf16(row[i]);
-            }
-        }
-    }
-    return c;
-}
-
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 static bool use_weights(Model& m, Weights& w, DType dt) {
     bool tied = m.lm_head.data == m.embed.data;
@@ -222,10 +197,11 @@ static bool use_weights(Model& m, Weights& w, DType dt) {
     if (tied) m.embed = m.lm_head;
     for (size_t i = 0; i < w.mats.size(); i++) {
         const Mat& o = w.original[i];
-        if (o.dtype == dt) continue;
-        if (dt == DType::Q8_0 && o.cols % Q8_BLOCK) return false;
+        DType t = block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
+        if (o.dtype == t) continue;
+        if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
-        *w.mats[i] = convert_mat(o, dt, w.storage.back());
+        *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
     }
     if (tied) m.embed = m.lm_head;
     return true;
@@ -338,11 +314,7 @@ int cmd_bench(int argc, char** argv) {
     for (const std::string& k : kernels) sets.push_back(parse_kernel_set("--kernels", k));
     std::vector<DType> types;
     for (const std::string& q : quants) {
-        if (q == "bf16" || q == "none") types.push_back(DType::BF16);
-        else if (q == "q8_0") types.push_back(DType::Q8_0);
-        else if (q == "f16") types.push_back(DType::F16);
-        else if (q == "f32") types.push_back(DType::F32);
-        else fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str());
+        types.push_back(q == "none" ? DType::BF16 : parse_weight_type("--quant", q));  // quants.h
     }
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);

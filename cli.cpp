@@ -24,9 +24,11 @@
 #include <sys/stat.h>
 #include <nlohmann/json.hpp>
 #include "cli.h"
+#include "gguf.h"
 #include "json_read.h"
 #include "kernels_cuda.h"
 #include "logging.h"
+#include "quants.h"
 
 static const char* VERSION = "lantern 0.1 (Qwen2 architecture; safetensors bf16/f16/f32, q8_0 at load)";
 
@@ -119,9 +121,9 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.threads = parse_int_arg("--threads", v, 1, 1024); }},
         {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
              o.engine.kernels = parse_kernel_set("--kernels", v); }},
-        {"engine", "--quant", "TYPE", "none", "q8_0: quantize the weights to 8 bits at load (half the memory traffic)", [&](const char* v) {
-             if (strcmp(v, "q8_0") && strcmp(v, "none")) fail("--quant: \"%s\" is not q8_0 or none", v);
-             o.engine.quant_q8_0 = !strcmp(v, "q8_0"); }},
+        {"engine", "--quant", "TYPE", "none", "quantize the weights at load: q8_0 (half the memory traffic), q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k", [&](const char* v) {
+             if (strcmp(v, "none")) parse_weight_type("--quant", v);  // quants.h
+             o.engine.quant = v; }},
         {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
              o.engine.kv_type = parse_float_type("--kv-type", v); }},
         {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
@@ -159,6 +161,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              int n = parse_int_arg("--n-predict", v, -1, 1 << 30);
              o.gen.n_predict = n < 0 ? (1 << 30) : n; }},
         {"generation", "--system", "TEXT", "the template's", "system message for the chat template", [&](const char* v) { o.system = v; }},
+        {"generation", "--no-think", nullptr, "off", "Qwen3: answer without a thinking block (the template's enable_thinking=false)", [&](const char*) { o.no_think = true; }},
         {"prefill", "--prefill", "MODE", "batched", "batched (chunks of 256) or stepwise (one token per forward)", [&](const char* v) {
              if (!strcmp(v, "stepwise")) o.gen.prefill_stepwise = true;
              else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;
@@ -224,6 +227,9 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
                      fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str()); }},
         {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
              o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
+        // convert
+        {"convert", "--type", "TYPE", "bf16", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m or q5_k_m", [&](const char* v) {
+             o.convert_type = v; }},
         {"bench", "--llama", "FILE", "build/llama.cpp/bin/llama-bench", "llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh builds it)", [&](const char* v) {
              o.llama_bench = v; }},
         {"bench", "--reps", "N", num(d.reps), "runs per measurement (the median is shown)", [&](const char* v) { o.reps = parse_int_arg("--reps", v, 1, 100); }},
@@ -265,6 +271,8 @@ static const Command COMMANDS[] = {
     {"encode", "./run encode MODEL_OR_TOKENIZER_JSON \"text\" | --file PATH [flags]", "text to token ids",
      "encode output", 1, cmd_encode},
     {"decode", "./run decode MODEL_OR_TOKENIZER_JSON ID ID ... (or \"ID,ID\")", "token ids to text", "decode output", -1, cmd_decode},
+    {"convert", "./run convert MODEL OUT.gguf --type TYPE", "write the model as one GGUF file (any weight type; gguf_convert.cpp)",
+     "convert output", 1, cmd_convert},
     {"bench", "./run bench [MODEL] [flags]", "speed: memory bandwidth, prefill and decode per weight type",
      "bench engine prefill output", 0, cmd_bench},
 };
@@ -403,7 +411,7 @@ static bool is_model_path(const std::string& p) {
     struct stat st;
     if (stat(p.c_str(), &st) != 0) return false;
     if (S_ISDIR(st.st_mode)) return stat((p + "/config.json").c_str(), &st) == 0;
-    return p.size() > 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0;
+    return (p.size() > 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0) || is_gguf_path(p);
 }
 
 // The positional words: generate's are [MODEL] PROMPT, every other

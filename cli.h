@@ -21,6 +21,7 @@ struct Options {
     std::string system;      // --system
     bool raw = false;        // --raw: no chat template
     bool json = false;       // --json
+    bool no_think = false;   // --no-think: Qwen3's template with its empty think block
     // tracing and output
     TraceOptions trace;
     bool quiet = false;      // -q: only the generated text
@@ -40,6 +41,7 @@ struct Options {
     int kv_tokens = 0;      // --kv-tokens: positions in the paged KV cache; 0 = parallel x ctx
     // bench
     std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::string convert_type = "bf16";  // convert --type
     std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};
     int reps = 3, n_decode = 64;
@@ -70,6 +72,7 @@ int cmd_generate(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_convert(int argc, char** argv);  // gguf_convert.cpp
 
 // Helpers the subcommands share.
 std::string json_string(const std::string& s);  // a JSON string literal for any bytes

@@ -30,6 +30,13 @@ const char* dtype_name(DType t) {
         case DType::F16: return "F16";
         case DType::BF16: return "BF16";
         case DType::Q8_0: return "Q8_0";
+        case DType::Q4_0: return "Q4_0";
+        case DType::Q4_1: return "Q4_1";
+        case DType::Q5_0: return "Q5_0";
+        case DType::Q5_1: return "Q5_1";
+        case DType::Q4_K: return "Q4_K";
+        case DType::Q5_K: return "Q5_K";
+        case DType::Q6_K: return "Q6_K";
     }
     return "?";
 }

@@ -20,9 +20,10 @@ struct LanternError : std::runtime_error {
 // printf into a std::string (messages, JSON and HTML snippets).
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// Element types a weight matrix can be stored in. Q8_0 never comes from a file
-// here: it is made at load time by --quant q8_0 (see kernels.cpp).
-enum class DType { F32, F16, BF16, Q8_0 };
+// Element types a weight matrix can be stored in. The float types come from
+// safetensors or GGUF files; the block-quantized ones (Q8_0 ... Q6_K, GGUF's
+// layouts, see quants.cpp) from GGUF files or from --quant at load time.
+enum class DType { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 const char* dtype_name(DType t);
 
 // bf16 is the top half of an f32: widening is a shift, narrowing rounds to

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <unistd.h>
 #include "generate.h"
+#include "quants.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -34,7 +35,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
              o.threads, cores);
     kernels_init(o.kernels, o.threads);
     load_model(e.model, path);
-    if (o.quant_q8_0) quantize_model(e.model);
+    if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
     if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);
@@ -316,7 +317,7 @@ void chat_reset(ChatSession& chat, Net& net, const std::string& system) {
 GenerateResult chat_turn(ChatSession& chat, Net& net, const Tokenizer& tok, Sampler& sampler,
                          const std::string& user, const GenerateParams& params, const GenerateHooks& hooks) {
     chat.messages.push_back({"user", user});
-    std::string full = apply_chat_template(chat.messages, true);
+    std::string full = apply_chat_template(chat.messages, true, chat.format);
     std::vector<int> prompt;
     bool extends = !chat.rendered.empty() && full.compare(0, chat.rendered.size(), chat.rendered) == 0;
     if (extends) {

@@ -22,7 +22,7 @@ struct EngineOptions {
     int ctx = 0;                          // KV cache positions; 0 = min(4096, the model's max)
     int threads = 0;                      // 0 = all cores
     KernelSet kernels = KernelSet::Fast;  // kernels.h
-    bool quant_q8_0 = false;              // --quant q8_0
+    std::string quant = "none";           // --quant q8_0, q4_0, ..., q6_k (quants.h)
     DType kv_type = DType::F32;           // --kv-type
 };
 // What a command needs loaded: fwd and bench run without a tokenizer; bench
@@ -145,6 +145,7 @@ struct ChatSession {
     std::vector<ChatMessage> messages;
     std::string rendered;      // the conversation text the cache (plus pending) stands for
     std::vector<int> pending;  // generated tokens not yet run through the model
+    ChatFormat format;         // Qwen2.5's or Qwen3's template (and thinking on/off)
 };
 // Forget everything but the system message (empty: the template's default).
 void chat_reset(ChatSession& chat, Net& net, const std::string& system);

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <utf8proc.h>
 #include "cli.h"
+#include "gguf.h"
 #include "logging.h"
 
 // The text of one token, for display next to its id: its bytes as decoded
@@ -37,15 +38,21 @@ static std::string display_token(const std::string& model_path, int id) {
 int cmd_info(int argc, char** argv) {
     Options o = parse_command("info", argc, argv);
     if (o.engine.model.empty()) fail("info: which model? (usage: ./run info MODEL)");
+    if (is_gguf_path(o.engine.model)) return gguf_print_info(o.engine.model);  // metadata and tensor table (gguf.cpp)
     Model m;
     load_model(m, o.engine.model);
     const Config& c = m.cfg;
     printf("model      %s\n", m.weights_path.c_str());
+    printf("family     %s; %s head\n", model_family(c).c_str(), m.lm_head.data == m.embed.data ? "tied" : "untied");
     printf("config     hidden %d, intermediate %d, layers %d, heads %d, kv heads %d, head_dim %d\n", c.hidden,
            c.intermediate, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
     printf("           vocab %d, max positions %d, rms_norm_eps %g, rope_theta %g, tied embeddings %s, dtype %s\n",
            c.vocab, c.max_pos, c.eps, c.rope_theta, c.tie_embeddings ? "yes" : "no", c.torch_dtype.c_str());
-    printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
+    if (m.files.size() == 1) printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
+    else {
+        for (size_t i = 0; i < m.files.size(); i++) printf("shard %-4zu %s, %zu bytes\n", i + 1, m.files[i].path.c_str(), m.files[i].size);
+        printf("\n");
+    }
     printf("%-52s %-5s %-14s %12s %12s\n", "tensor", "dtype", "shape", "bytes", "offset");
     for (const TensorInfo& t : m.tensors) {
         std::string shape = "[";

@@ -6,6 +6,7 @@
 // checks every one of them against the loops here.
 #include "kernels.h"
 #include "logging.h"
+#include "quants.h"
 #include <cmath>
 #include <omp.h>
 
@@ -62,8 +63,8 @@ size_t Mat::bytes() const {
         case DType::F16:
         case DType::BF16: return n * 2;
         case DType::Q8_0: return n / 32 * 34;
+        default: return (size_t)rows * dtype_row_bytes(dtype, cols);  // the formats of quants.cpp
     }
-    return 0;
 }
 
 // One weight of W as f32, whatever its storage type. The plain matmul calls
@@ -80,11 +81,15 @@ static inline float weight_at(const Mat& W, size_t i) {
             std::memcpy(&d, blk, 2);
             return f16_to_f32(d) * (float)(int8_t)blk[2 + i % 32];
         }
+        default: return 0;  // low-bit formats are unpacked a row at a time (mat_row_to_f32)
     }
-    return 0;
 }
 
 void mat_row_to_f32(const Mat& W, int r, float* out) {
+    if (dtype_is_low_bit(W.dtype)) {
+        dequantize_row(W.dtype, (const uint8_t*)W.data + r * dtype_row_bytes(W.dtype, W.cols), W.cols, out);
+        return;
+    }
     size_t base = (size_t)r * W.cols;
     for (int c = 0; c < W.cols; c++) out[c] = weight_at(W, base + c);
 }
@@ -105,6 +110,11 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    if (dtype_is_low_bit(W.dtype)) {  // GGUF's 4/5/6-bit formats: quants.cpp, quants_fast.cpp
+        if (g_kernels.simd) matmul_quant_fast(out, x, W, bias, T, quant_simd_for(g_kernels.simd->name));
+        else matmul_quant_plain(out, x, W, bias, T);
+        return;
+    }
     if (g_kernels.simd) matmul_fast(out, x, W, bias, T, *g_kernels.simd);
     else matmul_plain(out, x, W, bias, T);
 }

@@ -24,7 +24,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include "gguf.h"
 #include "json_read.h"
+#include "quants.h"
 #include "logging.h"
 
 using json = nlohmann::json;
@@ -39,7 +41,7 @@ static bool is_dir(const std::string& p) {
 }
 
 std::string model_dir(const std::string& path) {
-    if (is_dir(path)) return path;
+    if (is_dir(path) || is_gguf_path(path)) return path;  // a GGUF file holds config and tokenizer too
     size_t slash = path.find_last_of('/');
     return slash == std::string::npos ? "." : path.substr(0, slash);
 }
@@ -207,7 +209,7 @@ std::string model_family(const Config& c) {
             if (k.layers == c.n_layers) return k.name;
             return std::string(k.name) + " shape, " + std::to_string(c.n_layers) + " of its " + std::to_string(k.layers) + " layers";
         }
-    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " (unknown size)";
+    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " architecture, not a published size";
 }
 
 size_t parameter_count(const Model& m) {
@@ -225,7 +227,17 @@ size_t parameter_count(const Model& m) {
 
 static const TensorInfo& need(const Model& m, const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo* t = find_tensor(m, name);
-    if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), name.c_str());
+    // A GGUF file (whose folder is the file itself) names tensors its own way
+    // and writes shapes fastest dimension first.
+    bool gguf = m.dir == m.weights_path;
+    std::string shown = gguf ? gguf_tensor_name(name) : name;
+    if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), shown.c_str());
+    if (gguf && t->shape != shape) {
+        std::string s = "[", want = "[";
+        for (size_t i = t->shape.size(); i-- > 0;) s += std::to_string(t->shape[i]) + (i ? ", " : "]");
+        for (size_t i = shape.size(); i-- > 0;) want += std::to_string(shape[i]) + (i ? ", " : "]");
+        fail("%s: tensor %s has ne %s, the hyper-parameters imply %s", m.weights_path.c_str(), shown.c_str(), s.c_str(), want.c_str());
+    }
     if (t->shape != shape) {
         auto str = [](const std::vector<int64_t>& s) {
             std::string r = "[";
@@ -291,7 +303,7 @@ static void load_shards(Model& m, const std::string& index_path) {
     if (!ix.is_object() || !ix.contains("weight_map") || !ix["weight_map"].is_object() || ix["weight_map"].empty())
         fail("%s: no \"weight_map\" object naming the shard of each tensor", index_path.c_str());
     std::map<std::string, std::string> where;  // tensor -> shard file, as the index says
-    std::vector<std::string> shard_names;       // in order of first mention
+    std::vector<std::string> shard_names;       // each file once
     for (auto& [name, file] : ix["weight_map"].items()) {
         if (!file.is_string() || file.get<std::string>().empty() || file.get<std::string>().find('/') != std::string::npos)
             fail("%s: weight_map[\"%s\"] must be the name of a file in the folder", index_path.c_str(), name.c_str());
@@ -299,6 +311,7 @@ static void load_shards(Model& m, const std::string& index_path) {
         if (std::find(shard_names.begin(), shard_names.end(), where[name]) == shard_names.end())
             shard_names.push_back(where[name]);
     }
+    std::sort(shard_names.begin(), shard_names.end());  // model-00001-of-..., model-00002-of-..., ...
     std::vector<TensorInfo> all;
     std::map<std::string, std::string> found;  // tensor -> shard it was found in
     for (size_t k = 0; k < shard_names.size(); k++) {
@@ -335,9 +348,11 @@ static void load_shards(Model& m, const std::string& index_path) {
 void load_model(Model& m, const std::string& path) {
     struct stat st0;
     if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
+    if (is_gguf_path(path)) {
+        gguf_open_model(m, path);  // gguf.cpp: the same tensors under the same names, hyper-parameters from the file
+    } else {
     m.dir = model_dir(path);
     m.cfg = parse_config(m.dir + "/config.json");
-    const Config& c = m.cfg;
 
     // One file, or shards and their index. A folder with both uses the single file.
     std::string single = is_dir(path) ? m.dir + "/model.safetensors" : path;
@@ -357,6 +372,8 @@ void load_model(Model& m, const std::string& path) {
         m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
         m.checks.push_back("no two tensors overlap");
     }
+    }
+    const Config& c = m.cfg;
 
     int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
     m.embed = need_mat(m, "model.embed_tokens.weight", c.vocab, c.hidden);
@@ -390,22 +407,26 @@ void load_model(Model& m, const std::string& path) {
         L.w_up = need_mat(m, p + "mlp.up_proj.weight", c.intermediate, c.hidden);
         L.w_down = need_mat(m, p + "mlp.down_proj.weight", c.hidden, c.intermediate);
     }
-    m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes config.json implies");
+    m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes " +
+                       (m.dir == m.weights_path ? "the hyper-parameters imply" : "config.json implies"));
     LOGI(CAT_LOAD, "loaded %s: %zu tensors, %zu parameters, %d layers", m.weights_path.c_str(), m.tensors.size(),
          parameter_count(m), c.n_layers);
 }
 
-// --quant q8_0: every matrix becomes int8 blocks in memory owned by the
+// --quant q8_0 (or another block format): every matrix becomes blocks in memory owned by the
 // model (the mmap stays for the small vectors already copied).
-void quantize_model(Model& m) {
-    // Q8_0 blocks hold 32 weights of one row, so a row whose length is not
-    // a multiple of 32 cannot be cut into blocks: such a matrix (none in
-    // Qwen2.5, but small test shapes have them) stays in its file type.
+void quantize_model(Model& m, DType to) {
+    // A block holds 32 (k-quants: 256) weights of one row, so a row whose
+    // length is not a multiple of it cannot be cut into blocks: k-quants fall
+    // back to a 32-block format as llama-quantize does (quants.h), and a
+    // matrix whose rows still do not divide (none in Qwen2.5, but small test
+    // shapes have them) stays in its file type.
     int kept = 0;
     auto q = [&](Mat& w) {
-        if (w.cols % 32) { kept++; return; }
+        DType t = block_fallback(to, w.cols);
+        if (w.cols % dtype_block_size(t)) { kept++; return; }
         m.owned.emplace_back();
-        w = quantize_q8_0(w, m.owned.back());
+        w = quantize_mat(w, t, m.owned.back());
     };
     for (auto& L : m.layers)
         for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
@@ -413,5 +434,5 @@ void quantize_model(Model& m) {
     q(m.embed);
     if (tied) m.lm_head = m.embed;
     else q(m.lm_head);
-    if (kept) LOGW(CAT_LOAD, "--quant q8_0: %d matrices have rows that are not a multiple of 32 and keep their file type", kept);
+    if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }

@@ -82,14 +82,14 @@ void load_model(Model& m, const std::string& path);
 Config parse_config(const std::string& config_path);
 // Parses and validates the safetensors header of an mmapped file.
 void parse_safetensors(Model& m);
-// Quantize every matrix to Q8_0 (--quant q8_0).
-void quantize_model(Model& m);
+// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h).
+void quantize_model(Model& m, DType to = DType::Q8_0);
 const TensorInfo* find_tensor(const Model& m, const std::string& name);
 size_t parameter_count(const Model& m);
 // Bytes of all weight files together (the model's size on disk).
 size_t weights_bytes(const Model& m);
 // "Qwen2.5-7B" / "Qwen3-0.6B" when the shape is one of the published ones,
-// else "Qwen2" / "Qwen3" with "(unknown size)".
+// else the architecture ("Qwen2 architecture, not a published size").
 std::string model_family(const Config& c);
 // Resolve a folder or file argument to the folder.
 std::string model_dir(const std::string& path);

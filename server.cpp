@@ -41,6 +41,7 @@
 #include "cli.h"
 #include "generate.h"
 #include "scheduler.h"
+#include "quants.h"
 #include "server_request.h"
 #include "trace_report.h"
 

@@ -349,11 +349,30 @@ std::string StreamDecoder::flush() {
 // "<|im_start|>assistant\n" at the end to ask the model for its turn.
 const char* const QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
-std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt) {
+// Qwen3's template (tokenizer_config.json of Qwen3-0.6B), for plain messages,
+// differs in three places, each a guarded line below:
+//   - no default system message;
+//   - an assistant turn before the last user message keeps only its answer:
+//     "<think>...</think>" is cut, so old reasoning does not fill the context;
+//   - thinking off (--no-think): the generation prompt is followed by an empty
+//     think block, and the model, trained on that form, answers directly.
+std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const ChatFormat& fmt) {
     std::string out;
-    if (msgs.empty() || msgs[0].role != "system")
+    if (!fmt.qwen3 && (msgs.empty() || msgs[0].role != "system"))
         out += std::string("<|im_start|>system\n") + QWEN_DEFAULT_SYSTEM + "<|im_end|>\n";
-    for (const ChatMessage& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    size_t last_user = msgs.size();
+    for (size_t i = 0; i < msgs.size(); i++)
+        if (msgs[i].role == "user") last_user = i;
+    for (size_t i = 0; i < msgs.size(); i++) {
+        std::string content = msgs[i].content;
+        size_t end = content.find("</think>");
+        if (fmt.qwen3 && msgs[i].role == "assistant" && i < last_user && end != std::string::npos) {
+            content.erase(0, end + 8);
+            content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
+        }
+        out += "<|im_start|>" + msgs[i].role + "\n" + content + "<|im_end|>\n";
+    }
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
+    if (add_generation_prompt && fmt.qwen3 && !fmt.think) out += "<think>\n\n</think>\n\n";
     return out;
 }

@@ -73,7 +73,10 @@ struct Tokenizer {
 
 // Loads a tokenizer from a model folder (that holds tokenizer.json) or from
 // the path of a tokenizer.json itself. Throws LanternError on any problem.
+// A .gguf file works too: its tokenizer.ggml.* values (gguf.cpp).
 void tokenizer_load(Tokenizer& tok, const std::string& path);
+// The same from the text of a tokenizer.json (`path` names it in errors).
+void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::string& path);
 
 // Text -> ids. Added/special tokens written in the text become their ids.
 // Throws if the text is not valid UTF-8.
@@ -105,6 +108,14 @@ struct ChatMessage {
     std::string role, content;
 };
 extern const char* const QWEN_DEFAULT_SYSTEM;
-// When msgs has no system message, Qwen2.5's default system message is
-// prepended. add_generation_prompt ends with "<|im_start|>assistant\n".
-std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt);
+// Which template: Qwen2.5's (default) or Qwen3's, whose generation prompt
+// may switch thinking off (think = false: enable_thinking=false in Jinja).
+struct ChatFormat {
+    bool qwen3 = false;
+    bool think = true;
+};
+// Qwen2.5: when msgs has no system message, its default one is prepended.
+// add_generation_prompt ends with "<|im_start|>assistant\n" (Qwen3 without
+// thinking: followed by an empty "<think>\n\n</think>\n\n").
+std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
+                                const ChatFormat& fmt = ChatFormat());

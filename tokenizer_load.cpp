@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include "common.h"
+#include "gguf.h"
 #include "json_read.h"
 #include "logging.h"
 #include "tokenizer.h"
@@ -518,20 +519,9 @@ static void build_tokenizer(Tokenizer& tok, json& j, std::vector<std::pair<std::
     if (!tok.split_regex_source.empty()) compile_split_regex(tok);
 }
 
-void tokenizer_load(Tokenizer& tok, const std::string& path) {
-    auto t0 = std::chrono::steady_clock::now();
+void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::string& path) {
     tok = Tokenizer();
-    std::string dir, text;
     tok.path = path;
-    struct stat st;
-    bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    if (folder) {
-        if (!read_file(path + "/tokenizer.json", text)) fail("%s/tokenizer.json: not found or unreadable (the model folder needs its tokenizer)", path.c_str());
-        dir = path;
-        tok.path = path + "/tokenizer.json";
-    } else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
-    else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-
     std::vector<std::pair<std::string, int>> vocab;
     std::vector<std::string> merge_parts;
     vocab.reserve(text.size() / 40);  // guesses that avoid regrowing: ~75 bytes per vocab entry + merge
@@ -543,6 +533,24 @@ void tokenizer_load(Tokenizer& tok, const std::string& path) {
     } catch (const json::exception& e) {  // a field of the wrong type, e.g. "id": "7"
         fail("%s: %s", tok.path.c_str(), e.what());
     }
+}
+
+void tokenizer_load(Tokenizer& tok, const std::string& path) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (is_gguf_path(path)) {  // a GGUF file carries its tokenizer (gguf.cpp)
+        gguf_load_tokenizer(tok, path);
+        return;
+    }
+    std::string dir, text, file = path;
+    struct stat st;
+    bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (folder) {
+        if (!read_file(path + "/tokenizer.json", text)) fail("%s/tokenizer.json: not found or unreadable (the model folder needs its tokenizer)", path.c_str());
+        dir = path;
+        file = path + "/tokenizer.json";
+    } else if (!read_file(path, text)) fail("%s: cannot read (give a model folder or a tokenizer.json)", path.c_str());
+    else dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+    tokenizer_load_text(tok, text, file);
     // tokenizer_config.json: optional; only the eos token and the chat template.
     std::string config_text;
     if (read_file(dir + "/tokenizer_config.json", config_text)) {

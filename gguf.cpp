@@ -1,0 +1,598 @@
+// gguf.cpp — GGUF files: the reader (header, metadata, tensor infos, the
+// model's hyper-parameters and weights, the tokenizer) and the one writer.
+//
+// A GGUF file is, in order (all little-endian):
+//
+//   "GGUF"                      4 bytes of magic
+//   version                     u32 (2 or 3; version 1 used 32-bit counts)
+//   tensor count, value count   u64, u64
+//   key/values                  string key, u32 type, the value
+//   tensor infos                string name, u32 n_dims, u64 ne[n_dims],
+//                               u32 ggml type, u64 offset into the data
+//   padding                     zeros up to a multiple of general.alignment
+//   data                        each tensor at its offset, each offset a
+//                               multiple of the alignment
+//
+// A string is a u64 length and that many bytes (no terminating zero). An
+// array value is a u32 element type, a u64 count and the elements. ne[0] is
+// the fastest-varying dimension, so a PyTorch [rows, cols] matrix is
+// ne = {cols, rows} with the same bytes in the same order.
+//
+// The reader trusts nothing: every length and count is checked against the
+// bytes that are left before it is used, so a truncated or hostile file gets
+// a one-line error, never a read past the end.
+#include "gguf.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include "logging.h"
+#include "model.h"
+#include "quants.h"
+#include "tokenizer.h"
+
+// ---------------------------------------------------------------------------
+// ggml's tensor types: number, name, weights per block, bytes per block.
+// Lantern computes with the ones that have a DType; the others are named in
+// the error that refuses them.
+struct GGMLType {
+    uint32_t id;
+    const char* name;
+    int block, bytes;
+};
+static const GGMLType GGML_TYPES[] = {
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},     {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},       {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},    {12, "Q4_K", 256, 144},  {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},    {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},    {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136},  {24, "I8", 1, 1},        {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},         {28, "F64", 1, 8},       {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+};
+static const GGMLType* ggml_type(uint32_t t) {
+    for (const GGMLType& g : GGML_TYPES)
+        if (g.id == t) return &g;
+    return nullptr;
+}
+const char* ggml_type_name(uint32_t t) {
+    const GGMLType* g = ggml_type(t);
+    return g ? g->name : "unknown";
+}
+
+static const std::pair<uint32_t, DType> COMPUTABLE[] = {
+    {0, DType::F32},  {1, DType::F16},  {30, DType::BF16}, {8, DType::Q8_0},  {2, DType::Q4_0},  {3, DType::Q4_1},
+    {6, DType::Q5_0}, {7, DType::Q5_1}, {12, DType::Q4_K}, {13, DType::Q5_K}, {14, DType::Q6_K},
+};
+bool ggml_type_to_dtype(uint32_t t, DType& out) {
+    for (auto& [id, dt] : COMPUTABLE)
+        if (id == t) { out = dt; return true; }
+    return false;
+}
+uint32_t dtype_to_ggml_type(DType t) {
+    for (auto& [id, dt] : COMPUTABLE)
+        if (dt == t) return id;
+    fail("no ggml type for %s", dtype_name(t));
+}
+
+// ---------------------------------------------------------------------------
+// Reading: a cursor over the bytes that fails instead of overrunning.
+
+struct Cursor {
+    const uint8_t* p;
+    size_t size, pos;
+    const std::string& path;
+    void need(size_t n, const char* what) {
+        if (n > size - pos) fail("%s: truncated: %s at byte %zu needs %zu bytes, %zu left", path.c_str(), what, pos, n, size - pos);
+    }
+    template <typename T> T get(const char* what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, p + pos, sizeof(T));
+        pos += sizeof(T);
+        return v;
+    }
+    std::string str(const char* what) {
+        uint64_t n = get<uint64_t>(what);
+        if (n > size - pos)
+            fail("%s: %s at byte %zu: string length %llu runs past the end of the file", path.c_str(), what, pos - 8,
+                 (unsigned long long)n);
+        std::string s((const char*)p + pos, n);
+        pos += n;
+        return s;
+    }
+};
+
+static size_t value_size(uint32_t t) {
+    switch (t) {
+        case GGUF_U8: case GGUF_I8: case GGUF_BOOL: return 1;
+        case GGUF_U16: case GGUF_I16: return 2;
+        case GGUF_U32: case GGUF_I32: case GGUF_F32: return 4;
+        case GGUF_U64: case GGUF_I64: case GGUF_F64: return 8;
+        case GGUF_STRING: return 8;  // at least its length
+    }
+    return 0;
+}
+
+// One number of type t as (double, int64).
+static void read_number(Cursor& c, uint32_t t, double& d, int64_t& i, const char* what) {
+    switch (t) {
+        case GGUF_U8: i = c.get<uint8_t>(what); break;
+        case GGUF_I8: i = c.get<int8_t>(what); break;
+        case GGUF_BOOL: i = c.get<uint8_t>(what) != 0; break;
+        case GGUF_U16: i = c.get<uint16_t>(what); break;
+        case GGUF_I16: i = c.get<int16_t>(what); break;
+        case GGUF_U32: i = c.get<uint32_t>(what); break;
+        case GGUF_I32: i = c.get<int32_t>(what); break;
+        case GGUF_U64: i = (int64_t)c.get<uint64_t>(what); break;
+        case GGUF_I64: i = c.get<int64_t>(what); break;
+        case GGUF_F32: d = c.get<float>(what); i = (int64_t)d; return;
+        case GGUF_F64: d = c.get<double>(what); i = (int64_t)d; return;
+    }
+    d = (double)i;
+}
+
+static void read_value(Cursor& c, GGUFValue& v) {
+    const char* what = v.key.c_str();
+    if (v.type == GGUF_STRING) {
+        v.str = c.str(what);
+    } else if (v.type == GGUF_ARRAY) {
+        v.elem_type = c.get<uint32_t>(what);
+        uint64_t n = c.get<uint64_t>(what);
+        size_t es = value_size(v.elem_type);
+        if (es == 0) fail("%s: key %s: array of type %u is not supported", c.path.c_str(), what, v.elem_type);
+        if (n > (c.size - c.pos) / es)
+            fail("%s: key %s: array of %llu elements runs past the end of the file", c.path.c_str(), what, (unsigned long long)n);
+        if (v.elem_type == GGUF_STRING) {
+            v.strs.resize(n);
+            for (auto& s : v.strs) s = c.str(what);
+        } else {
+            v.nums.resize(n);
+            int64_t ignored;
+            for (auto& x : v.nums) read_number(c, v.elem_type, x, ignored, what);
+        }
+    } else if (value_size(v.type)) {
+        read_number(c, v.type, v.num, v.i64, what);
+    } else {
+        fail("%s: key %s has unknown value type %u", c.path.c_str(), what, v.type);
+    }
+}
+
+void gguf_parse(GGUFFile& f, const uint8_t* data, size_t size, const std::string& path) {
+    f = GGUFFile();
+    f.path = path;
+    f.size = size;
+    Cursor c{data, size, 0, f.path};
+    if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) fail("%s: not a GGUF file (the first 4 bytes are not \"GGUF\")", path.c_str());
+    c.pos = 4;
+    f.version = c.get<uint32_t>("version");
+    if (f.version != 2 && f.version != 3) fail("%s: GGUF version %u is not supported (2 and 3 are)", path.c_str(), f.version);
+    uint64_t n_tensors = c.get<uint64_t>("tensor count"), n_kv = c.get<uint64_t>("key/value count");
+    // Each value takes at least 8 + 4 + 1 bytes, each tensor info 8 + 4 + 4 + 8.
+    if (n_kv > (size - c.pos) / 13) fail("%s: key/value count %llu does not fit in the file", path.c_str(), (unsigned long long)n_kv);
+    if (n_tensors > (size - c.pos) / 24) fail("%s: tensor count %llu does not fit in the file", path.c_str(), (unsigned long long)n_tensors);
+
+    for (uint64_t i = 0; i < n_kv; i++) {
+        GGUFValue v;
+        v.key = c.str("key");
+        v.type = c.get<uint32_t>("value type");
+        read_value(c, v);
+        if (v.key == "general.alignment") {
+            if (v.type != GGUF_U32 || v.i64 == 0 || (v.i64 & (v.i64 - 1)))
+                fail("%s: general.alignment must be a power of two stored as u32", path.c_str());
+            f.alignment = (uint32_t)v.i64;
+        }
+        f.kv.push_back(std::move(v));
+    }
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        GGUFTensor t;
+        t.name = c.str("tensor name");
+        uint32_t n_dims = c.get<uint32_t>("tensor dimensions");
+        if (n_dims == 0 || n_dims > 4) fail("%s: tensor %s has %u dimensions (1 to 4 allowed)", path.c_str(), t.name.c_str(), n_dims);
+        uint64_t count = 1;
+        for (uint32_t d = 0; d < n_dims; d++) {
+            uint64_t ne = c.get<uint64_t>("tensor shape");
+            if (ne == 0 || ne > (1ull << 40) || count > (1ull << 50) / ne)
+                fail("%s: tensor %s has an impossible shape", path.c_str(), t.name.c_str());
+            count *= ne;
+            t.ne.push_back((int64_t)ne);
+        }
+        t.ggml_type = c.get<uint32_t>("tensor type");
+        t.offset = c.get<uint64_t>("tensor offset");
+        const GGMLType* g = ggml_type(t.ggml_type);
+        if (!g) fail("%s: tensor %s has unknown type %u", path.c_str(), t.name.c_str(), t.ggml_type);
+        if (t.ne[0] % g->block)
+            fail("%s: tensor %s: rows of %lld are not a multiple of %s's block of %d", path.c_str(), t.name.c_str(),
+                 (long long)t.ne[0], g->name, g->block);
+        t.nbytes = count / g->block * g->bytes;
+        for (const GGUFTensor& o : f.tensors)
+            if (o.name == t.name) fail("%s: tensor %s is listed twice", path.c_str(), t.name.c_str());
+        f.tensors.push_back(std::move(t));
+    }
+    f.data_start = (c.pos + f.alignment - 1) / f.alignment * f.alignment;
+    if (f.data_start > size) fail("%s: truncated: the data section would start at byte %zu of %zu", path.c_str(), f.data_start, size);
+    size_t data_size = size - f.data_start;
+    for (const GGUFTensor& t : f.tensors) {
+        if (t.offset % f.alignment)
+            fail("%s: tensor %s: offset %llu is not a multiple of the alignment %u", path.c_str(), t.name.c_str(),
+                 (unsigned long long)t.offset, f.alignment);
+        if (t.offset > data_size || t.nbytes > data_size - t.offset)
+            fail("%s: tensor %s: bytes [%llu, %llu) lie outside the %zu-byte data section (truncated file?)", path.c_str(),
+                 t.name.c_str(), (unsigned long long)t.offset, (unsigned long long)(t.offset + t.nbytes), data_size);
+    }
+    std::vector<const GGUFTensor*> byoff;
+    for (const GGUFTensor& t : f.tensors) byoff.push_back(&t);
+    std::sort(byoff.begin(), byoff.end(), [](auto a, auto b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < byoff.size(); i++)
+        if (byoff[i]->offset < byoff[i - 1]->offset + byoff[i - 1]->nbytes)
+            fail("%s: tensors %s and %s overlap", path.c_str(), byoff[i - 1]->name.c_str(), byoff[i]->name.c_str());
+}
+
+const GGUFValue* gguf_find(const GGUFFile& f, const std::string& key) {
+    for (const GGUFValue& v : f.kv)
+        if (v.key == key) return &v;
+    return nullptr;
+}
+
+bool is_gguf_path(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return true;
+    char magic[4] = {};
+    FILE* fp = fopen(path.c_str(), "rb");
+    if (!fp) return false;
+    size_t n = fread(magic, 1, 4, fp);
+    fclose(fp);
+    return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// The whole file mapped read-only; the caller unmaps.
+static void* map_file(const std::string& path, size_t& size) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail("%s: cannot open (%s)", path.c_str(), strerror(errno));
+    struct stat st;
+    fstat(fd, &st);
+    size = (size_t)st.st_size;
+    if (size == 0) {
+        close(fd);
+        fail("%s: file is empty", path.c_str());
+    }
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) fail("%s: mmap failed (%s)", path.c_str(), strerror(errno));
+    return p;
+}
+
+struct MappedGGUF {
+    GGUFFile f;
+    void* map = nullptr;
+    size_t size = 0;
+    explicit MappedGGUF(const std::string& path) {
+        map = map_file(path, size);
+        try {
+            gguf_parse(f, (const uint8_t*)map, size, path);
+        } catch (...) {
+            munmap(map, size);
+            throw;
+        }
+    }
+    ~MappedGGUF() { munmap(map, size); }
+};
+
+// ---------------------------------------------------------------------------
+// Names: llama.cpp's tensor names and the Hugging Face names the engine
+// binds (model.cpp). One table, read both ways.
+static const std::pair<const char*, const char*> LAYER_NAMES[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},          {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+static const std::pair<const char*, const char*> GLOBAL_NAMES[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+// to_hf true: GGUF name -> HF name; false: the other way. "" when unknown.
+static std::string map_name(const std::string& name, bool to_hf) {
+    for (auto& [g, h] : GLOBAL_NAMES)
+        if (name == (to_hf ? g : h)) return to_hf ? h : g;
+    const std::string from_prefix = to_hf ? "blk." : "model.layers.", to_prefix = to_hf ? "model.layers." : "blk.";
+    if (name.compare(0, from_prefix.size(), from_prefix) != 0) return "";
+    size_t dot = name.find('.', from_prefix.size());
+    if (dot == std::string::npos) return "";
+    std::string layer = name.substr(from_prefix.size(), dot - from_prefix.size()), rest = name.substr(dot + 1);
+    for (auto& [g, h] : LAYER_NAMES)
+        if (rest == (to_hf ? g : h)) return to_prefix + layer + "." + (to_hf ? h : g);
+    return "";
+}
+
+std::string gguf_tensor_name(const std::string& hf_name) { return map_name(hf_name, false); }
+
+// ---------------------------------------------------------------------------
+// The model: hyper-parameters from qwen2.* keys, tensors under HF names.
+
+static int64_t need_int(const GGUFFile& f, const std::string& key, int64_t def = -1) {
+    const GGUFValue* v = gguf_find(f, key);
+    if (!v) {
+        if (def >= 0) return def;
+        fail("%s: key %s is missing", f.path.c_str(), key.c_str());
+    }
+    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_F32 || v->type == GGUF_F64 || v->i64 <= 0 ||
+        v->i64 > (1 << 30))
+        fail("%s: key %s must be a positive integer", f.path.c_str(), key.c_str());
+    return v->i64;
+}
+static double need_float(const GGUFFile& f, const std::string& key, double def) {
+    const GGUFValue* v = gguf_find(f, key);
+    if (!v) return def;
+    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || !std::isfinite(v->num))
+        fail("%s: key %s must be a number", f.path.c_str(), key.c_str());
+    return v->num;
+}
+static std::string get_str(const GGUFFile& f, const std::string& key) {
+    const GGUFValue* v = gguf_find(f, key);
+    if (!v) return "";
+    if (v->type != GGUF_STRING) fail("%s: key %s must be a string", f.path.c_str(), key.c_str());
+    return v->str;
+}
+
+void gguf_open_model(Model& m, const std::string& path) {
+    m.dir = path;  // the file is its own folder: tokenizer and all
+    m.weights_path = path;
+    m.map = map_file(path, m.file_size);
+    GGUFFile f;
+    gguf_parse(f, (const uint8_t*)m.map, m.file_size, path);
+    m.header_len = f.data_start;
+    std::string arch = get_str(f, "general.architecture");
+    if (arch != "qwen2") fail("%s: architecture \"%s\" is not supported (qwen2 is)", path.c_str(), arch.c_str());
+    Config& c = m.cfg;
+    c.hidden = (int)need_int(f, "qwen2.embedding_length");
+    c.intermediate = (int)need_int(f, "qwen2.feed_forward_length");
+    c.n_layers = (int)need_int(f, "qwen2.block_count");
+    c.n_heads = (int)need_int(f, "qwen2.attention.head_count");
+    c.n_kv_heads = (int)need_int(f, "qwen2.attention.head_count_kv", c.n_heads);
+    c.max_pos = (int)need_int(f, "qwen2.context_length", 32768);
+    c.eps = (float)need_float(f, "qwen2.attention.layer_norm_rms_epsilon", 1e-6);
+    c.rope_theta = (float)need_float(f, "qwen2.rope.freq_base", 10000.0);
+    if (c.hidden % c.n_heads) fail("%s: embedding_length %d is not a multiple of head_count %d", path.c_str(), c.hidden, c.n_heads);
+    if (c.n_heads % c.n_kv_heads) fail("%s: head_count %d is not a multiple of head_count_kv %d", path.c_str(), c.n_heads, c.n_kv_heads);
+    c.head_dim = c.hidden / c.n_heads;
+    if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
+    if (need_int(f, "qwen2.attention.key_length", c.head_dim) != c.head_dim)
+        fail("%s: qwen2.attention.key_length differs from embedding_length / head_count", path.c_str());
+    const GGUFValue* bos = gguf_find(f, "tokenizer.ggml.bos_token_id");
+    const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
+    if (bos && bos->type != GGUF_ARRAY && bos->type != GGUF_STRING) c.bos_id = (int)bos->i64;
+    if (eos && eos->type != GGUF_ARRAY && eos->type != GGUF_STRING) c.eos_ids = {(int)eos->i64};
+
+    bool has_output = false;
+    for (const GGUFTensor& g : f.tensors) {
+        TensorInfo t;
+        t.name = map_name(g.name, true);
+        if (t.name.empty()) t.name = g.name;  // not one the engine uses; kept for `info`
+        if (!ggml_type_to_dtype(g.ggml_type, t.dtype))
+            fail("%s: tensor %s has type %s, which Lantern does not compute with (it reads %s)", path.c_str(),
+                 g.name.c_str(), ggml_type_name(g.ggml_type), weight_type_list());
+        t.shape.assign(g.ne.rbegin(), g.ne.rend());  // PyTorch order: [rows, cols]
+        t.offset = f.data_start + g.offset;
+        t.nbytes = g.nbytes;
+        t.data = (const uint8_t*)m.map + t.offset;
+        has_output |= g.name == "output.weight";
+        if (g.name == "token_embd.weight") c.vocab = (int)g.ne.back();
+        m.tensors.push_back(t);
+    }
+    if (c.vocab == 0) fail("%s: tensor token_embd.weight is missing", path.c_str());
+    c.tie_embeddings = !has_output;
+    c.torch_dtype = "gguf v" + std::to_string(f.version);
+    std::sort(m.tensors.begin(), m.tensors.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+    m.checks.push_back("GGUF v" + std::to_string(f.version) + ": " + std::to_string(f.kv.size()) + " values, " +
+                       std::to_string(f.tensors.size()) + " tensor infos, data at byte " + std::to_string(f.data_start));
+    m.checks.push_back("every tensor: a type Lantern computes with, aligned to " + std::to_string(f.alignment) +
+                       ", inside the file, no two overlapping");
+}
+
+// ---------------------------------------------------------------------------
+// The tokenizer: tokenizer.ggml.* rebuilt as the tokenizer.json it came
+// from, then read by the one tokenizer loader (tokenizer_load.cpp).
+//
+// token_type says what each id is: 1 normal (BPE vocabulary), 3 control
+// (special added tokens such as <|im_end|>), 4 user-defined (added tokens
+// that are not special), 5 unused (padding rows of the embedding).
+
+// Qwen2's pre-tokenizer regex (what tokenizer.ggml.pre = "qwen2" stands for).
+static const char QWEN2_SPLIT_REGEX[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+enum { TOKEN_NORMAL = 1, TOKEN_CONTROL = 3, TOKEN_USER_DEFINED = 4, TOKEN_UNUSED = 5 };
+
+void gguf_load_tokenizer(Tokenizer& tok, const std::string& path) {
+    MappedGGUF g(path);
+    const GGUFFile& f = g.f;
+    std::string model = get_str(f, "tokenizer.ggml.model"), pre = get_str(f, "tokenizer.ggml.pre");
+    if (model.empty()) fail("%s: no tokenizer in the file (tokenizer.ggml.model is missing)", path.c_str());
+    if (model != "gpt2") fail("%s: tokenizer model \"%s\" is not supported (gpt2, i.e. byte-level BPE, is)", path.c_str(), model.c_str());
+    if (pre != "qwen2") fail("%s: tokenizer pre-tokenizer \"%s\" is not supported (qwen2 is)", path.c_str(), pre.c_str());
+    const GGUFValue* tokens = gguf_find(f, "tokenizer.ggml.tokens");
+    const GGUFValue* types = gguf_find(f, "tokenizer.ggml.token_type");
+    const GGUFValue* merges = gguf_find(f, "tokenizer.ggml.merges");
+    if (!tokens || tokens->type != GGUF_ARRAY || tokens->elem_type != GGUF_STRING || tokens->strs.empty())
+        fail("%s: tokenizer.ggml.tokens is missing or not an array of strings", path.c_str());
+    if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING)
+        fail("%s: tokenizer.ggml.merges is missing or not an array of strings", path.c_str());
+    if (types && (types->type != GGUF_ARRAY || types->nums.size() != tokens->strs.size()))
+        fail("%s: tokenizer.ggml.token_type must be an array as long as tokenizer.ggml.tokens", path.c_str());
+    using json = nlohmann::json;
+    json vocab = json::object(), added = json::array(), merge_list = json::array();
+    for (size_t i = 0; i < tokens->strs.size(); i++) {
+        int type = types ? (int)types->nums[i] : TOKEN_NORMAL;
+        if (type == TOKEN_UNUSED) continue;
+        if (type == TOKEN_CONTROL || type == TOKEN_USER_DEFINED)
+            added.push_back({{"id", i}, {"content", tokens->strs[i]}, {"special", type == TOKEN_CONTROL}});
+        else vocab[tokens->strs[i]] = i;
+    }
+    for (const std::string& mg : merges->strs) merge_list.push_back(mg);
+    json j = {
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merge_list}}},
+        {"added_tokens", added},
+        {"normalizer", {{"type", "NFC"}}},
+        {"pre_tokenizer",
+         {{"type", "Sequence"},
+          {"pretokenizers",
+           {{{"type", "Split"}, {"pattern", {{"Regex", QWEN2_SPLIT_REGEX}}}, {"behavior", "Isolated"}, {"invert", false}},
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+        {"decoder", {{"type", "ByteLevel"}}},
+    };
+    tokenizer_load_text(tok, j.dump(-1, ' ', false, json::error_handler_t::replace), path);
+    tok.chat_template = get_str(f, "tokenizer.chat_template");
+    const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
+    if (eos && eos->i64 >= 0 && (size_t)eos->i64 < tokens->strs.size()) tok.eos_token = tokens->strs[eos->i64];
+}
+
+// ---------------------------------------------------------------------------
+// ./run info FILE.gguf
+
+static std::string show_value(const GGUFValue& v) {
+    auto num = [](uint32_t t, double x) {
+        if (t == GGUF_F32 || t == GGUF_F64) return strprintf("%g", x);
+        if (t == GGUF_BOOL) return std::string(x != 0 ? "true" : "false");
+        return strprintf("%.0f", x);
+    };
+    auto clip = [](std::string s) {
+        for (char& ch : s)
+            if (ch == '\n') ch = ' ';
+        return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+    };
+    if (v.type == GGUF_STRING) return "\"" + clip(v.str) + "\"";
+    if (v.type != GGUF_ARRAY) return num(v.type, v.type == GGUF_F32 || v.type == GGUF_F64 ? v.num : (double)v.i64);
+    size_t n = v.elem_type == GGUF_STRING ? v.strs.size() : v.nums.size();
+    std::string r = "[" + std::to_string(n) + " items: ";
+    for (size_t i = 0; i < std::min<size_t>(n, 4); i++)
+        r += (i ? ", " : "") + (v.elem_type == GGUF_STRING ? "\"" + clip(v.strs[i]) + "\"" : num(v.elem_type, v.nums[i]));
+    return r + (n > 4 ? ", ...]" : "]");
+}
+
+int gguf_print_info(const std::string& path) {
+    MappedGGUF g(path);
+    const GGUFFile& f = g.f;
+    printf("file       %s: GGUF v%u, %zu bytes, %zu values, %zu tensors, alignment %u, data at byte %zu\n\n", path.c_str(),
+           f.version, f.size, f.kv.size(), f.tensors.size(), f.alignment, f.data_start);
+    for (const GGUFValue& v : f.kv) printf("%-40s %s\n", v.key.c_str(), show_value(v).c_str());
+    printf("\n%-28s %-8s %-16s %12s %12s\n", "tensor", "type", "ne", "bytes", "offset");
+    size_t params = 0;
+    for (const GGUFTensor& t : f.tensors) {
+        std::string ne = "[";
+        size_t count = 1;
+        for (size_t i = 0; i < t.ne.size(); i++) ne += (i ? ", " : "") + std::to_string(t.ne[i]), count *= t.ne[i];
+        params += count;
+        printf("%-28s %-8s %-16s %12zu %12llu\n", t.name.c_str(), ggml_type_name(t.ggml_type), (ne + "]").c_str(), t.nbytes,
+               (unsigned long long)t.offset);
+    }
+    printf("\n%zu tensors, %zu parameters\n", f.tensors.size(), params);
+    // Then what the engine makes of it: the same checks as for a folder.
+    Model m;
+    load_model(m, path);
+    for (auto& chk : m.checks) printf("check ok   %s\n", chk.c_str());
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Writing.
+
+GGUFValue gguf_str(const std::string& key, const std::string& v) {
+    GGUFValue r;
+    r.key = key, r.type = GGUF_STRING, r.str = v;
+    return r;
+}
+GGUFValue gguf_u32(const std::string& key, uint32_t v) {
+    GGUFValue r;
+    r.key = key, r.type = GGUF_U32, r.i64 = v, r.num = v;
+    return r;
+}
+GGUFValue gguf_f32(const std::string& key, float v) {
+    GGUFValue r;
+    r.key = key, r.type = GGUF_F32, r.num = v;
+    return r;
+}
+GGUFValue gguf_bool(const std::string& key, bool v) {
+    GGUFValue r;
+    r.key = key, r.type = GGUF_BOOL, r.i64 = v, r.num = v;
+    return r;
+}
+
+static void put_bytes(std::string& out, const void* p, size_t n) { out.append((const char*)p, n); }
+template <typename T> static void put(std::string& out, T v) { put_bytes(out, &v, sizeof v); }
+static void put_str(std::string& out, const std::string& s) {
+    put<uint64_t>(out, s.size());
+    out += s;
+}
+static void put_number(std::string& out, uint32_t t, double d, int64_t i) {
+    switch (t) {
+        case GGUF_U8: put<uint8_t>(out, (uint8_t)i); break;
+        case GGUF_I8: put<int8_t>(out, (int8_t)i); break;
+        case GGUF_BOOL: put<uint8_t>(out, i != 0); break;
+        case GGUF_U16: put<uint16_t>(out, (uint16_t)i); break;
+        case GGUF_I16: put<int16_t>(out, (int16_t)i); break;
+        case GGUF_U32: put<uint32_t>(out, (uint32_t)i); break;
+        case GGUF_I32: put<int32_t>(out, (int32_t)i); break;
+        case GGUF_U64: put<uint64_t>(out, (uint64_t)i); break;
+        case GGUF_I64: put<int64_t>(out, i); break;
+        case GGUF_F32: put<float>(out, (float)d); break;
+        case GGUF_F64: put<double>(out, d); break;
+        default: fail("gguf_write: value type %u is not a number", t);
+    }
+}
+
+void gguf_write(const std::string& path, const std::vector<GGUFValue>& kv, const std::vector<GGUFTensorOut>& tensors,
+                uint32_t alignment) {
+    std::string h = "GGUF";
+    put<uint32_t>(h, 3);
+    put<uint64_t>(h, tensors.size());
+    put<uint64_t>(h, kv.size());
+    for (const GGUFValue& v : kv) {
+        put_str(h, v.key);
+        put<uint32_t>(h, v.type);
+        if (v.type == GGUF_STRING) put_str(h, v.str);
+        else if (v.type == GGUF_ARRAY) {
+            put<uint32_t>(h, v.elem_type);
+            if (v.elem_type == GGUF_STRING) {
+                put<uint64_t>(h, v.strs.size());
+                for (const std::string& s : v.strs) put_str(h, s);
+            } else {
+                put<uint64_t>(h, v.nums.size());
+                for (double x : v.nums) put_number(h, v.elem_type, x, (int64_t)x);
+            }
+        } else put_number(h, v.type, v.num, v.i64);
+    }
+    uint64_t offset = 0;
+    for (const GGUFTensorOut& t : tensors) {
+        put_str(h, t.info.name);
+        put<uint32_t>(h, (uint32_t)t.info.ne.size());
+        for (int64_t ne : t.info.ne) put<uint64_t>(h, (uint64_t)ne);
+        put<uint32_t>(h, t.info.ggml_type);
+        put<uint64_t>(h, offset);
+        offset += (t.info.nbytes + alignment - 1) / alignment * alignment;
+    }
+    h.resize((h.size() + alignment - 1) / alignment * alignment, '\0');
+    FILE* fp = fopen(path.c_str(), "wb");
+    if (!fp) fail("%s: cannot write (%s)", path.c_str(), strerror(errno));
+    bool ok = fwrite(h.data(), 1, h.size(), fp) == h.size();
+    static const char zeros[64] = {};
+    for (const GGUFTensorOut& t : tensors) {
+        ok = ok && fwrite(t.data, 1, t.info.nbytes, fp) == t.info.nbytes;
+        size_t pad = (alignment - t.info.nbytes % alignment) % alignment;
+        while (ok && pad) {
+            size_t n = std::min(pad, sizeof zeros);
+            ok = fwrite(zeros, 1, n, fp) == n;
+            pad -= n;
+        }
+    }
+    ok = (fclose(fp) == 0) && ok;
+    if (!ok) fail("%s: write failed (disk full?)", path.c_str());
+}

@@ -1,0 +1,377 @@
+// quants.cpp — GGUF's block formats, the plain way: pack a row, unpack a
+// row, and the reference matrix product (dequantize, then sum in double).
+//
+// Every format stores a row as blocks. Inside a block, each weight w is a
+// small unsigned integer q and the block's scale d (and, for the "_1" and
+// k-formats, an offset m) turn it back into a number:
+//
+//   Q8_0  32 weights  34 bytes  f16 d, 32 x int8 q              w = d * q
+//   Q4_0  32 weights  18 bytes  f16 d, 16 bytes of nibbles       w = d * (q - 8)
+//   Q4_1  32 weights  20 bytes  f16 d, f16 m, 16 bytes           w = d * q + m
+//   Q5_0  32 weights  22 bytes  f16 d, 4 bytes high bits, 16 B   w = d * (q - 16)
+//   Q5_1  32 weights  24 bytes  f16 d, f16 m, 4 B, 16 B          w = d * q + m
+//   Q4_K 256 weights 144 bytes  f16 d, f16 dmin, 12 bytes of eight 6-bit
+//                               (scale, min) pairs, 128 B nibbles
+//                               w = (d * sc_j) * q - (dmin * m_j) for sub-block j of 32
+//   Q5_K 256 weights 176 bytes  as Q4_K plus 32 bytes of fifth bits
+//   Q6_K 256 weights 210 bytes  128 B low nibbles, 64 B high 2-bit pairs,
+//                               16 x int8 scales (one per 16 weights), f16 d
+//                               w = (d * sc_j) * (q - 32)
+//
+// The k-formats ("K") put 8 or 16 sub-blocks under one super-block and store
+// the sub-block scales themselves as small integers relative to one f16 —
+// two levels of scale, so the per-weight cost of the scales drops from
+// 16 bits per 32 weights to 6 + 6 bits per 32 (plus 32 bits per 256).
+//
+// Where the nibbles go: in Q4_0/Q4_1/Q5_0/Q5_1 byte j of the 16 holds
+// weight j in its low half and weight j+16 in its high half. In Q4_K/Q5_K
+// each 64 weights share 32 bytes: weights 0..31 in the low halves, 32..63
+// in the high halves. Q6_K does the same for each 128 weights with two
+// groups of 32 bytes, and keeps the two top bits of four weights per byte
+// of its high-bit array.
+//
+// The quantizers here are simple and deterministic (round to nearest with
+// the largest magnitude setting the scale). llama.cpp searches for better
+// scales; a file quantized either way is read the same way.
+#include "quants.h"
+#include <algorithm>
+#include <cmath>
+
+struct FormatInfo {
+    DType type;
+    const char* name;
+    int block;  // weights per block
+    int bytes;  // bytes per block
+};
+static const FormatInfo FORMATS[] = {
+    {DType::F32, "f32", 1, 4},       {DType::F16, "f16", 1, 2},       {DType::BF16, "bf16", 1, 2},
+    {DType::Q8_0, "q8_0", 32, 34},   {DType::Q4_0, "q4_0", 32, 18},   {DType::Q4_1, "q4_1", 32, 20},
+    {DType::Q5_0, "q5_0", 32, 22},   {DType::Q5_1, "q5_1", 32, 24},   {DType::Q4_K, "q4_k", 256, 144},
+    {DType::Q5_K, "q5_k", 256, 176}, {DType::Q6_K, "q6_k", 256, 210},
+};
+
+static const FormatInfo& format(DType t) {
+    for (const FormatInfo& f : FORMATS)
+        if (f.type == t) return f;
+    fail("unknown weight type %d", (int)t);
+}
+
+int dtype_block_size(DType t) { return format(t).block; }
+int dtype_block_bytes(DType t) { return format(t).bytes; }
+size_t dtype_row_bytes(DType t, int n) { return (size_t)n / format(t).block * format(t).bytes; }
+bool dtype_is_low_bit(DType t) { return format(t).block > 1 && t != DType::Q8_0; }
+
+DType block_fallback(DType t, int cols) {
+    if (cols % format(t).block == 0) return t;
+    if (t == DType::Q4_K) return DType::Q5_0;
+    if (t == DType::Q5_K) return DType::Q5_1;
+    if (t == DType::Q6_K) return DType::Q8_0;
+    return t;
+}
+
+const char* weight_type_list() { return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"; }
+
+DType parse_weight_type(const char* flag, const std::string& name) {
+    for (const FormatInfo& f : FORMATS)
+        if (name == f.name) return f.type;
+    fail("%s: \"%s\" is not one of %s", flag, name.c_str(), weight_type_list());
+}
+
+static inline float load_f16(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return f16_to_f32(h);
+}
+static inline void store_f16(uint8_t* p, float v) {
+    uint16_t h = f32_to_f16(v);
+    std::memcpy(p, &h, 2);
+}
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline int round_int(float v) { return (int)std::lround(v); }
+
+// ---------------------------------------------------------------------------
+// Blocks of 32: Q4_0, Q4_1, Q5_0, Q5_1. `bits` is 4 or 5; `with_min`
+// chooses between a symmetric scale (w = d * (q - 2^(bits-1))) and a scale
+// plus offset (w = d * q + m).
+//
+// Symmetric: the weight of largest magnitude, with its sign, becomes the
+// most negative code -2^(bits-1), so that extreme is exact. With a minimum:
+// the block's range [min, max] is cut into 2^bits - 1 steps.
+
+static void quantize_block32(const float* x, uint8_t* out, int bits, bool with_min) {
+    int levels = (1 << bits) - 1, half = 1 << (bits - 1);
+    int q[32];
+    float d, m = 0;
+    if (with_min) {
+        float lo = x[0], hi = x[0];
+        for (int i = 1; i < 32; i++) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+        d = (hi - lo) / levels;
+        m = lo;
+        // The scale and offset as the file stores them (f16), so the codes
+        // are chosen for the numbers the reader will actually use.
+        d = f16_to_f32(f32_to_f16(d));
+        m = f16_to_f32(f32_to_f16(m));
+        float inv = d > 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; i++) q[i] = clampi(round_int((x[i] - m) * inv), 0, levels);
+    } else {
+        float extreme = 0;
+        for (int i = 0; i < 32; i++)
+            if (std::fabs(x[i]) > std::fabs(extreme)) extreme = x[i];
+        d = f16_to_f32(f32_to_f16(extreme / -half));
+        float inv = d != 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; i++) q[i] = clampi(round_int(x[i] * inv) + half, 0, levels);
+    }
+    store_f16(out, d);
+    uint8_t* p = out + 2;
+    if (with_min) store_f16(p, m), p += 2;
+    if (bits == 5) {  // the fifth bit of weight i is bit i of a 32-bit word
+        uint32_t qh = 0;
+        for (int i = 0; i < 32; i++) qh |= (uint32_t)(q[i] >> 4) << i;
+        std::memcpy(p, &qh, 4);
+        p += 4;
+    }
+    for (int j = 0; j < 16; j++) p[j] = (uint8_t)((q[j] & 15) | (q[j + 16] & 15) << 4);
+}
+
+static void dequantize_block32(const uint8_t* in, float* y, int bits, bool with_min) {
+    float d = load_f16(in), m = 0;
+    const uint8_t* p = in + 2;
+    if (with_min) m = load_f16(p), p += 2;
+    uint32_t qh = 0;
+    if (bits == 5) std::memcpy(&qh, p, 4), p += 4;
+    int offset = with_min ? 0 : 1 << (bits - 1);
+    for (int j = 0; j < 32; j++) {
+        int q = j < 16 ? p[j] & 15 : p[j - 16] >> 4;
+        if (bits == 5) q |= (int)((qh >> j) & 1) << 4;
+        // d * q + m in one rounding (std::fma): the fast kernels do the same.
+        y[j] = with_min ? std::fma(d, (float)q, m) : d * (float)(q - offset);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Q4_K and Q5_K: 8 sub-blocks of 32 under one super-block of 256.
+//
+// Each sub-block j has its own scale s_j and minimum m_j (w = s_j * q - m_j,
+// q in 0..15 or 0..31). The sixteen numbers s_0..s_7, m_0..m_7 are stored as
+// 6-bit integers sc_j, mn_j relative to two f16 super-scales: s_j = d * sc_j,
+// m_j = dmin * mn_j. Sixteen 6-bit values fill 12 bytes like this:
+//   bytes 0..3:  sc_0..sc_3 in the low 6 bits, top 2 bits of sc_4..sc_7
+//   bytes 4..7:  mn_0..mn_3 in the low 6 bits, top 2 bits of mn_4..mn_7
+//   bytes 8..11: low 4 bits of sc_4..sc_7 | low 4 bits of mn_4..mn_7 << 4
+
+static void kscale_get(const uint8_t* s, int j, int& sc, int& mn) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        mn = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+static void kscale_put(uint8_t* s, const int sc[8], const int mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
+    }
+}
+
+static void quantize_block_k(const float* x, uint8_t* out, int bits) {
+    int levels = (1 << bits) - 1;
+    float scale[8], minv[8], max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; j++) {
+        // The minimum is kept <= 0 (stored as -m_j >= 0) as the format wants.
+        float lo = 0, hi = x[32 * j];
+        for (int i = 0; i < 32; i++) lo = std::min(lo, x[32 * j + i]), hi = std::max(hi, x[32 * j + i]);
+        scale[j] = (hi - lo) / levels;
+        minv[j] = -lo;
+        max_scale = std::max(max_scale, scale[j]);
+        max_min = std::max(max_min, minv[j]);
+    }
+    float d = f16_to_f32(f32_to_f16(max_scale / 63)), dmin = f16_to_f32(f32_to_f16(max_min / 63));
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; j++) {
+        sc[j] = d > 0 ? clampi(round_int(scale[j] / d), 0, 63) : 0;
+        mn[j] = dmin > 0 ? clampi(round_int(minv[j] / dmin), 0, 63) : 0;
+    }
+    store_f16(out, d);
+    store_f16(out + 2, dmin);
+    kscale_put(out + 4, sc, mn);
+    uint8_t* qh = out + 16;              // Q5_K only: 32 bytes of fifth bits
+    uint8_t* qs = out + (bits == 5 ? 48 : 16);
+    if (bits == 5) std::memset(qh, 0, 32);
+    for (int j = 0; j < 8; j++) {
+        float s = d * sc[j], m = dmin * mn[j];
+        float inv = s > 0 ? 1.0f / s : 0.0f;
+        for (int i = 0; i < 32; i++) {
+            int q = clampi(round_int((x[32 * j + i] + m) * inv), 0, levels);
+            // sub-blocks 2c and 2c+1 share bytes 32c..32c+31: low and high nibble
+            uint8_t& b = qs[32 * (j / 2) + i];
+            if (j % 2 == 0) b = (uint8_t)(q & 15);
+            else b |= (uint8_t)((q & 15) << 4);
+            if (bits == 5) qh[i] |= (uint8_t)((q >> 4) << j);
+        }
+    }
+}
+
+static void dequantize_block_k(const uint8_t* in, float* y, int bits) {
+    float d = load_f16(in), dmin = load_f16(in + 2);
+    const uint8_t* qh = in + 16;
+    const uint8_t* qs = in + (bits == 5 ? 48 : 16);
+    for (int j = 0; j < 8; j++) {
+        int sc, mn;
+        kscale_get(in + 4, j, sc, mn);
+        float s = d * (float)sc, m = dmin * (float)mn;
+        for (int i = 0; i < 32; i++) {
+            uint8_t b = qs[32 * (j / 2) + i];
+            int q = j % 2 == 0 ? b & 15 : b >> 4;
+            if (bits == 5) q |= ((qh[i] >> j) & 1) << 4;
+            y[32 * j + i] = std::fma(s, (float)q, -m);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Q6_K: 16 sub-blocks of 16 weights, q in 0..63 centred on 32, one int8
+// scale per sub-block relative to one f16 d. Weight i of the super-block
+// (i = 128h + 32k + l, h in 0..1, k in 0..3, l in 0..31) keeps its low
+// 4 bits in ql[64h + l + 32(k%2)] (low nibble for k < 2, high for k >= 2)
+// and its top 2 bits in qh[32h + l] at bits 2k..2k+1; its scale is
+// scales[8h + 2k + l/16].
+
+static int q6_index_low(int i, int& shift) {
+    int h = i / 128, k = (i % 128) / 32, l = i % 32;
+    shift = k >= 2 ? 4 : 0;
+    return 64 * h + l + 32 * (k % 2);
+}
+
+static void quantize_block_q6_k(const float* x, uint8_t* out) {
+    float scale[16], max_scale = 0;
+    for (int j = 0; j < 16; j++) {
+        float extreme = 0;
+        for (int i = 0; i < 16; i++)
+            if (std::fabs(x[16 * j + i]) > std::fabs(extreme)) extreme = x[16 * j + i];
+        scale[j] = extreme / -32;  // the extreme weight becomes code 0, i.e. -32
+        max_scale = std::max(max_scale, std::fabs(scale[j]));
+    }
+    float d = f16_to_f32(f32_to_f16(max_scale / 127));
+    uint8_t* ql = out;
+    uint8_t* qh = out + 128;
+    int8_t* sc = (int8_t*)(out + 192);
+    std::memset(out, 0, 192);
+    for (int j = 0; j < 16; j++) sc[j] = (int8_t)(d != 0 ? clampi(round_int(scale[j] / d), -128, 127) : 0);
+    store_f16(out + 208, d);
+    for (int i = 0; i < 256; i++) {
+        int h = i / 128, k = (i % 128) / 32, l = i % 32;
+        float s = d * sc[8 * h + 2 * k + l / 16];
+        int q = s != 0 ? clampi(round_int(x[i] / s) + 32, 0, 63) : 32;
+        int shift;
+        ql[q6_index_low(i, shift)] |= (uint8_t)((q & 15) << shift);
+        qh[32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
+    }
+}
+
+static void dequantize_block_q6_k(const uint8_t* in, float* y) {
+    const uint8_t* ql = in;
+    const uint8_t* qh = in + 128;
+    const int8_t* sc = (const int8_t*)(in + 192);
+    float d = load_f16(in + 208);
+    for (int i = 0; i < 256; i++) {
+        int h = i / 128, k = (i % 128) / 32, l = i % 32, shift;
+        int q = (ql[q6_index_low(i, shift)] >> shift) & 15;
+        q |= ((qh[32 * h + l] >> (2 * k)) & 3) << 4;
+        y[i] = (d * (float)sc[8 * h + 2 * k + l / 16]) * (float)(q - 32);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Rows.
+
+void quantize_row(DType t, const float* x, int n, uint8_t* out) {
+    const FormatInfo& f = format(t);
+    if (n % f.block) fail("quantize_row: a row of %d is not a multiple of %s's block of %d", n, f.name, f.block);
+    for (int b = 0; b < n / f.block; b++) {
+        const float* xb = x + (size_t)b * f.block;
+        uint8_t* ob = out + (size_t)b * f.bytes;
+        switch (t) {
+            case DType::F32: std::memcpy(ob, xb, 4); break;
+            case DType::F16: { uint16_t h = f32_to_f16(*xb); std::memcpy(ob, &h, 2); break; }
+            case DType::BF16: { uint16_t h = f32_to_bf16(*xb); std::memcpy(ob, &h, 2); break; }
+            case DType::Q8_0: quantize_row_q8_0(xb, 32, ob); break;
+            case DType::Q4_0: quantize_block32(xb, ob, 4, false); break;
+            case DType::Q4_1: quantize_block32(xb, ob, 4, true); break;
+            case DType::Q5_0: quantize_block32(xb, ob, 5, false); break;
+            case DType::Q5_1: quantize_block32(xb, ob, 5, true); break;
+            case DType::Q4_K: quantize_block_k(xb, ob, 4); break;
+            case DType::Q5_K: quantize_block_k(xb, ob, 5); break;
+            case DType::Q6_K: quantize_block_q6_k(xb, ob); break;
+        }
+    }
+}
+
+void dequantize_row(DType t, const void* in, int n, float* out) {
+    const FormatInfo& f = format(t);
+    const uint8_t* p = (const uint8_t*)in;
+    if (f.block == 1) {  // the float types
+        Mat row{t, 1, n, in};
+        mat_row_to_f32(row, 0, out);
+        return;
+    }
+    for (int b = 0; b < n / f.block; b++) {
+        const uint8_t* ib = p + (size_t)b * f.bytes;
+        float* yb = out + (size_t)b * f.block;
+        switch (t) {
+            case DType::Q8_0: {
+                float d = load_f16(ib);
+                for (int j = 0; j < 32; j++) yb[j] = d * (float)(int8_t)ib[2 + j];
+                break;
+            }
+            case DType::Q4_0: dequantize_block32(ib, yb, 4, false); break;
+            case DType::Q4_1: dequantize_block32(ib, yb, 4, true); break;
+            case DType::Q5_0: dequantize_block32(ib, yb, 5, false); break;
+            case DType::Q5_1: dequantize_block32(ib, yb, 5, true); break;
+            case DType::Q4_K: dequantize_block_k(ib, yb, 4); break;
+            case DType::Q5_K: dequantize_block_k(ib, yb, 5); break;
+            case DType::Q6_K: dequantize_block_q6_k(ib, yb); break;
+            default: break;
+        }
+    }
+}
+
+Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
+    int block = dtype_block_size(to);
+    if (W.cols % block) fail("%s: a row of %d weights is not a multiple of the block of %d", format(to).name, W.cols, block);
+    size_t rb = dtype_row_bytes(to, W.cols);
+    storage.resize((size_t)W.rows * rb);
+    #pragma omp parallel
+    {
+        std::vector<float> row(W.cols);
+        #pragma omp for schedule(static)
+        for (int r = 0; r < W.rows; r++) {
+            mat_row_to_f32(W, r, row.data());
+            quantize_row(to, row.data(), W.cols, &storage[(size_t)r * rb]);
+        }
+    }
+    Mat q = W;
+    q.dtype = to;
+    q.data = storage.data();
+    return q;
+}
+
+// ---------------------------------------------------------------------------
+// The reference product: each row dequantized with the function above, the
+// dot product summed in double.
+void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    std::vector<float> w(W.cols);
+    size_t rb = dtype_row_bytes(W.dtype, W.cols);
+    for (int r = 0; r < W.rows; r++) {
+        dequantize_row(W.dtype, (const uint8_t*)W.data + r * rb, W.cols, w.data());
+        for (int t = 0; t < T; t++) {
+            const float* xt = x + (size_t)t * W.cols;
+            double sum = bias ? bias[r] : 0.0;
+            for (int c = 0; c < W.cols; c++) sum += (double)w[c] * xt[c];
+            out[(size_t)t * W.rows + r] = (float)sum;
+        }
+    }
+}

@@ -1,0 +1,51 @@
+// quants.h — GGUF's block formats: how Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K and Q6_K pack a row of weights into bytes, and the matrix product
+// over such rows (book/16-gguf-quantization.md).
+//
+// A block format cuts each row into blocks of 32 weights (256 for the
+// k-quants) and stores every block as a few small integers plus one or two
+// f16 scales. A row whose length is not a multiple of the block cannot be
+// stored in that format.
+#pragma once
+#include <string>
+#include <vector>
+#include "common.h"
+#include "kernels.h"
+
+// Weights per block (1 for the float types) and bytes per block.
+int dtype_block_size(DType t);
+int dtype_block_bytes(DType t);
+// Bytes of one row of n weights (n a multiple of the block size).
+size_t dtype_row_bytes(DType t, int n);
+// The 4-, 5- and 6-bit formats, whose matrix products live in quants*.cpp
+// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp).
+bool dtype_is_low_bit(DType t);
+// llama-quantize's fallback for a row the block does not divide:
+// Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
+// The result may still not divide the row; the caller decides what then.
+DType block_fallback(DType t, int cols);
+// "f32", "q4_k", ... -> the type; throws LanternError naming `flag` otherwise.
+DType parse_weight_type(const char* flag, const std::string& name);
+const char* weight_type_list();  // "f32, f16, bf16, q8_0, ..." for messages
+
+// One row of n floats -> blocks (n a multiple of the block size), and back.
+// dequantize_row is the definition of what each format means: the fast
+// kernels and the tests compare against it.
+void quantize_row(DType t, const float* x, int n, uint8_t* out);
+void dequantize_row(DType t, const void* in, int n, float* out);
+// Any matrix converted to any type (a copy in `storage`).
+Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
+
+// out[t, r] = W[r, :] . x[t, :] (+ bias[r]) for a low-bit W.
+// Plain: dequantize one row, sum in double (the reference).
+void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
+// Fast: threads over rows; each row is dequantized once into f32 and dotted
+// with every token in one fixed order of 16 partial sums (quants_fast.cpp).
+// simd 0: portable C++; 1: AVX2; 2: AVX-512 — all three bitwise equal.
+void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
+// The best `simd` this build can run (0, 1 or 2), and the one that matches
+// a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
+int quant_simd_level();
+int quant_simd_for(const char* kernel_set_name);
+// The 16-lane dot product the fast kernels use, exposed for the tests.
+float dot16(const float* w, const float* x, int n, int simd);

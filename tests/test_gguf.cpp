@@ -1,0 +1,307 @@
+// tests/test_gguf.cpp — GGUF files and the block formats.
+//
+//   1. Blocks checkable by hand: a Q4_0 and a Q4_K block built byte by byte
+//      decode to the numbers the format's definition gives.
+//   2. Every format: quantize -> dequantize stays within half a step, and the
+//      fast matrix product (portable, AVX2, AVX-512) equals "dequantize, then
+//      the 16-lane dot product" bit for bit, and the double-precision plain
+//      product within the float bound.
+//   3. The file: values of every type survive write -> read; broken files
+//      (built in memory) are refused with one line naming the file and the
+//      problem.
+//   4. The model: a bf16 or f32 GGUF written from a folder gives the same
+//      logits as the folder, bit for bit; its tokenizer encodes exactly like
+//      tokenizer.json on llama.cpp's Qwen2 vectors and the golden corpus.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include "gguf.h"
+#include "model.h"
+#include "net.h"
+#include "quants.h"
+#include "tokenizer.h"
+
+static const DType BLOCK_TYPES[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                    DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+static void put_f16(uint8_t* p, float v) {
+    uint16_t h = f32_to_f16(v);
+    std::memcpy(p, &h, 2);
+}
+
+TEST_CASE("gguf: a Q4_0 block and a Q4_K block decoded by hand") {
+    // Q4_0: d = 0.5; byte j holds weight j (low nibble) and j+16 (high).
+    uint8_t q4[18];
+    put_f16(q4, 0.5f);
+    for (int j = 0; j < 16; j++) q4[2 + j] = (uint8_t)(j | (15 - j) << 4);
+    float y[256];
+    dequantize_row(DType::Q4_0, q4, 32, y);
+    CHECK(y[0] == 0.5f * (0 - 8));    // -4
+    CHECK(y[3] == 0.5f * (3 - 8));    // -2.5
+    CHECK(y[16] == 0.5f * (15 - 8));  // 3.5
+    CHECK(y[31] == 0.5f * (0 - 8));
+
+    // Q4_K: d = 1, dmin = 0.25; sub-block 0 has scale 2, min 4; sub-block 5
+    // has scale 37 (= 0b100101: low 4 bits in byte 9, top 2 in byte 1) and
+    // min 50 (= 0b110010: low 4 bits in byte 9's high half, top 2 in byte 5).
+    uint8_t k[144] = {};
+    put_f16(k, 1.0f);
+    put_f16(k + 2, 0.25f);
+    uint8_t* sc = k + 4;
+    sc[0] = 2;                            // scale of sub-block 0
+    sc[4] = 4;                            // min of sub-block 0
+    sc[1] = (uint8_t)((37 >> 4) << 6);    // top bits of scale 5
+    sc[5] = (uint8_t)((50 >> 4) << 6);    // top bits of min 5
+    sc[9] = (uint8_t)((37 & 15) | (50 & 15) << 4);
+    uint8_t* qs = k + 16;
+    qs[0] = 7;                 // weight 0: sub-block 0, low nibble
+    qs[64 + 3] = 9 << 4;       // weight 32*5 + 3: sub-block 5 = bytes 64..95, high nibble
+    dequantize_row(DType::Q4_K, k, 256, y);
+    CHECK(y[0] == 1.0f * 2 * 7 - 0.25f * 4);       // 13
+    CHECK(y[1] == -1.0f);                          // q = 0: just -min
+    CHECK(y[5 * 32 + 3] == 37.0f * 9 - 0.25f * 50);  // 320.5
+}
+
+TEST_CASE("gguf: every block format round-trips within half a step, and fast == dequantize + dot") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (DType t : BLOCK_TYPES) {
+        INFO(dtype_name(t));
+        int rows = 7, cols = 512;
+        std::vector<float> w((size_t)rows * cols), x(3 * cols), back(cols);
+        for (auto& v : w) v = g(rng);
+        for (auto& v : x) v = g(rng);
+        std::vector<uint8_t> storage;
+        Mat W{DType::F32, rows, cols, w.data()};
+        Mat Q = quantize_mat(W, t, storage);
+        // Round trip: each block's error is at most about one step of its grid.
+        double worst = 0;
+        for (int r = 0; r < rows; r++) {
+            dequantize_row(t, storage.data() + r * dtype_row_bytes(t, cols), cols, back.data());
+            for (int c = 0; c < cols; c++) worst = std::max(worst, (double)std::fabs(back[c] - w[r * cols + c]));
+        }
+        int bits = t == DType::Q8_0 ? 8 : t == DType::Q6_K ? 6 : (t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K) ? 5 : 4;
+        CHECK(worst < 8.0 / (1 << bits) * 1.5);  // weights within about +-4: 2^bits steps across 8
+        CHECK(worst > 0);
+        if (t == DType::Q8_0) continue;  // Q8_0's products are kernels.cpp's (tests/test_kernels.cpp)
+        std::vector<float> plain(3 * rows), fast(3 * rows), deq(cols);
+        matmul_quant_plain(plain.data(), x.data(), Q, nullptr, 3);
+        for (int simd = 0; simd <= quant_simd_level(); simd++) {
+            matmul_quant_fast(fast.data(), x.data(), Q, nullptr, 3, simd);
+            for (int r = 0; r < rows; r++) {
+                dequantize_row(t, storage.data() + r * dtype_row_bytes(t, cols), cols, deq.data());
+                for (int tk = 0; tk < 3; tk++) {
+                    float ref = dot16(deq.data(), x.data() + tk * cols, cols, 0);
+                    CHECK(fast[tk * rows + r] == ref);  // bitwise: one summation order
+                    double mag = 0;
+                    for (int c = 0; c < cols; c++) mag += std::fabs(deq[c] * x[tk * cols + c]);
+                    CHECK(std::fabs(fast[tk * rows + r] - plain[tk * rows + r]) <= (cols / 16 + 5) * mag / (1 << 24));
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Files built in memory.
+
+struct Bytes {
+    std::string b;
+    template <typename T> Bytes& put(T v) { b.append((const char*)&v, sizeof v); return *this; }
+    Bytes& str(const std::string& s) { put<uint64_t>(s.size()); b += s; return *this; }
+};
+
+// A valid file: one u32 value, one f32 tensor of 8 floats.
+static Bytes small_file(uint32_t version = 3, uint64_t offset = 0, uint64_t ne0 = 8) {
+    Bytes f;
+    f.b = "GGUF";
+    f.put<uint32_t>(version).put<uint64_t>(1).put<uint64_t>(1);
+    f.str("general.alignment").put<uint32_t>(GGUF_U32).put<uint32_t>(32);
+    f.str("w").put<uint32_t>(1).put<uint64_t>(ne0).put<uint32_t>(0).put<uint64_t>(offset);
+    f.b.resize((f.b.size() + 31) / 32 * 32, '\0');
+    f.b.resize(f.b.size() + 64, '\1');
+    return f;
+}
+
+static void parse(const Bytes& f) {
+    GGUFFile g;
+    gguf_parse(g, (const uint8_t*)f.b.data(), f.b.size(), "x.gguf");
+}
+
+TEST_CASE("gguf: broken files are refused with one line naming the file and the problem") {
+    CHECK_NOTHROW(parse(small_file()));
+    CHECK_NOTHROW(parse(small_file(2)));
+    auto refused = [](const Bytes& f, const char* what) {
+        INFO(what);
+        CHECK_THROWS_WITH_AS(parse(f), doctest::Contains(what), LanternError);
+        try { parse(f); } catch (const LanternError& e) {
+            CHECK(std::string(e.what()).rfind("x.gguf: ", 0) == 0);
+            CHECK(std::string(e.what()).find('\n') == std::string::npos);
+        }
+    };
+    Bytes f = small_file();
+    f.b[0] = 'X';
+    refused(f, "not a GGUF file");
+    refused(small_file(1), "version 1 is not supported");
+    refused(small_file(4), "version 4 is not supported");
+    f = small_file();
+    f.b.resize(85);  // inside the tensor info's offset
+    refused(f, "truncated");
+    f.b.resize(28);  // inside the first key: the counts cannot fit
+    refused(f, "does not fit in the file");
+    f = small_file();
+    std::memcpy(&f.b[24], "\xff\xff\xff\x00\x00\x00\x00\x00", 8);  // the key's length
+    refused(f, "runs past the end");
+    f = small_file();
+    std::memcpy(&f.b[8], "\x00\x00\x00\x01\x00\x00\x00\x00", 8);  // tensor count 2^24
+    refused(f, "tensor count");
+    refused(small_file(3, 64), "outside");       // offset past the data
+    refused(small_file(3, 8), "alignment");      // not a multiple of 32
+    refused(small_file(3, 0, 1 << 20), "outside");  // shape needs more bytes than there are
+    // Two tensors sharing bytes.
+    Bytes two;
+    two.b = "GGUF";
+    two.put<uint32_t>(3).put<uint64_t>(2).put<uint64_t>(0);
+    two.str("a").put<uint32_t>(1).put<uint64_t>(16).put<uint32_t>(0).put<uint64_t>(0);
+    two.str("b").put<uint32_t>(1).put<uint64_t>(16).put<uint32_t>(0).put<uint64_t>(32);
+    two.b.resize((two.b.size() + 31) / 32 * 32 + 128, '\0');
+    refused(two, "overlap");
+    // A block format whose row is not a multiple of its block.
+    Bytes q;
+    q.b = "GGUF";
+    q.put<uint32_t>(3).put<uint64_t>(1).put<uint64_t>(0);
+    q.str("q").put<uint32_t>(1).put<uint64_t>(48).put<uint32_t>(12).put<uint64_t>(0);
+    q.b.resize(1024, '\0');
+    refused(q, "not a multiple of Q4_K's block of 256");
+}
+
+TEST_CASE("gguf: values of every type survive write -> read") {
+    std::vector<GGUFValue> kv = {gguf_str("s", "héllo"), gguf_u32("u", 4000000000u), gguf_f32("f", 0.125f), gguf_bool("b", true)};
+    GGUFValue i8;
+    i8.key = "i8", i8.type = GGUF_I8, i8.i64 = -5, i8.num = -5;
+    GGUFValue f64;
+    f64.key = "f64", f64.type = GGUF_F64, f64.num = 1e-300;
+    GGUFValue arr;
+    arr.key = "a", arr.type = GGUF_ARRAY, arr.elem_type = GGUF_I32, arr.nums = {1, -2, 3};
+    GGUFValue sarr;
+    sarr.key = "sa", sarr.type = GGUF_ARRAY, sarr.elem_type = GGUF_STRING, sarr.strs = {"x", "", "yz"};
+    kv.insert(kv.end(), {i8, f64, arr, sarr});
+    float data[5] = {1, 2, 3, 4, 5};
+    GGUFTensorOut t;
+    t.info.name = "v", t.info.ggml_type = 0, t.info.ne = {5}, t.info.nbytes = 20, t.data = data;
+    std::string path = "build/test_values.gguf";
+    GGUFTensorOut t2 = t;
+    t2.info.name = "w";
+    gguf_write(path, kv, {t, t2});
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    GGUFFile f;
+    gguf_parse(f, (const uint8_t*)bytes.data(), bytes.size(), path);
+    CHECK(f.version == 3);
+    CHECK(gguf_find(f, "s")->str == "héllo");
+    CHECK(gguf_find(f, "u")->i64 == 4000000000ll);
+    CHECK(gguf_find(f, "f")->num == 0.125);
+    CHECK(gguf_find(f, "b")->i64 == 1);
+    CHECK(gguf_find(f, "i8")->i64 == -5);
+    CHECK(gguf_find(f, "f64")->num == 1e-300);
+    CHECK(gguf_find(f, "a")->nums == std::vector<double>{1, -2, 3});
+    CHECK(gguf_find(f, "sa")->strs == std::vector<std::string>{"x", "", "yz"});
+    REQUIRE(f.tensors.size() == 2);
+    CHECK(f.tensors[1].offset == 32);  // 20 bytes, padded to the alignment
+    CHECK(std::memcmp(bytes.data() + f.data_start + 32, data, 20) == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Whole models.
+
+static std::string convert_to(const std::string& model, const std::string& type) {
+    std::string out = "build/test_" + model.substr(model.rfind('/') + 1) + "_" + type + ".gguf";
+    std::vector<std::string> args = {model, out, "--type", type};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    REQUIRE(cmd_convert((int)argv.size(), argv.data()) == 0);
+    return out;
+}
+
+static std::vector<float> logits_of(const std::string& path, const std::vector<int>& toks) {
+    Model m;
+    load_model(m, path);
+    Net net;
+    net_init(net, m, 32);
+    const float* p = forward(net, toks.data(), (int)toks.size(), 0, true);
+    return std::vector<float>(p, p + toks.size() * (size_t)m.cfg.vocab);
+}
+
+TEST_CASE("gguf: a bf16 / f32 GGUF gives the folder's logits bit for bit") {
+    std::vector<int> toks = {9707, 11, 1879, 0, 576};
+    for (const char* pair : {"models/tiny bf16", "models/tiny-f32 f32"}) {
+        std::string s = pair, model = s.substr(0, s.find(' ')), type = s.substr(s.find(' ') + 1);
+        INFO(model);
+        std::string file = convert_to(model, type);
+        CHECK(logits_of(file, toks) == logits_of(model, toks));
+    }
+}
+
+TEST_CASE("gguf: shape, missing tensor and architecture problems name the file") {
+    std::string good = convert_to("models/tiny", "q8_0");
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto rewrite = [&](const std::string& from, const std::string& to) {
+        std::string b = bytes;
+        size_t at = b.find(from);
+        REQUIRE(at != std::string::npos);
+        b.replace(at, from.size(), to);  // same length: offsets stay valid
+        std::string path = "build/test_broken.gguf";
+        std::ofstream(path, std::ios::binary) << b;
+        return path;
+    };
+    Model m;
+    CHECK_THROWS_WITH_AS(load_model(m, rewrite(std::string("\x05\0\0\0\0\0\0\0qwen2", 13), std::string("\x05\0\0\0\0\0\0\0llama", 13))), doctest::Contains("architecture"), LanternError);
+    Model m2;
+    CHECK_THROWS_WITH_AS(load_model(m2, rewrite("blk.3.ffn_up.weight", "blk.3.ffn_XX.weight")),
+                         doctest::Contains("tensor blk.3.ffn_up.weight is missing"), LanternError);
+    // qwen2.feed_forward_length 160 -> 128: every FFN matrix disagrees.
+    std::string key = "qwen2.feed_forward_length";
+    size_t at = bytes.find(key);
+    REQUIRE(at != std::string::npos);
+    std::string b = bytes;
+    uint32_t v = 128;
+    std::memcpy(&b[at + key.size() + 4], &v, 4);
+    std::ofstream("build/test_broken.gguf", std::ios::binary) << b;
+    Model m3;
+    CHECK_THROWS_WITH_AS(load_model(m3, "build/test_broken.gguf"), doctest::Contains("the hyper-parameters imply"), LanternError);
+}
+
+static std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    REQUIRE(f.good());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+TEST_CASE("gguf: the tokenizer from the file encodes exactly like tokenizer.json") {
+    std::string file = convert_to("models/tiny", "q4_0");
+    Tokenizer a, b;
+    tokenizer_load(a, "models/tiny");
+    tokenizer_load(b, file);
+    CHECK(b.chat_template == a.chat_template);
+    CHECK(b.eos_token == a.eos_token);
+    CHECK(b.vocab_size == a.vocab_size);
+    std::vector<std::string> texts;
+    std::string inp = slurp("tests/data/tokenizer/ggml-vocab-qwen2.gguf.inp");
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    for (size_t p = 0, q; (q = inp.find(sep, p)) != std::string::npos; p = q + sep.size()) texts.push_back(inp.substr(p, q - p));
+    for (const auto& c : nlohmann::json::parse(slurp("tests/data/tokenizer/goldens.json"))) texts.push_back(c["text"]);
+    texts.push_back("<|im_start|>user\nHello<|im_end|>\n<|endoftext|>");
+    REQUIRE(texts.size() > 300);
+    int differ = 0;
+    for (const std::string& t : texts) {
+        std::vector<int> ia = tokenizer_encode(a, t), ib = tokenizer_encode(b, t);
+        differ += ia != ib || tokenizer_decode(a, ia) != tokenizer_decode(b, ib);
+    }
+    CHECK(differ == 0);
+}
