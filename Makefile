@@ -161,6 +161,7 @@ bench: all
 	@[ -f models/qwen3-0.6b/model.safetensors ] || $(BUILD)/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
 	./run bench models/qwen3-0.6b --quant bf16
 	@if [ -f tools/bench_tokenizer.sh ]; then bash tools/bench_tokenizer.sh; fi
+	python3 tools/bench_serve.py models/qwen2.5-0.5b --threads 2 --clients 8 --tokens 64
 
 clean:
 	rm -rf $(BUILD) run

@@ -207,7 +207,13 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         // serve
         {"serve", "--host", "ADDR", d.host, "address to listen on (127.0.0.1: this machine only)", [&](const char* v) { o.host = v; }},
         {"serve", "--port", "N", num(d.port), "TCP port; 0 picks a free one", [&](const char* v) { o.port = parse_int_arg("--port", v, 0, 65535); }},
-        {"serve", "--queue", "N", num(d.queue_limit), "requests that may wait while one runs; more get 503", [&](const char* v) {
+        {"serve", "--parallel", "N", num(d.parallel), "requests generated together, one batch (scheduler slots)", [&](const char* v) {
+             o.parallel = parse_int_arg("--parallel", v, 1, 256); }},
+        {"serve", "--batch-tokens", "N", num(d.batch_tokens), "rows per batched step: decode tokens plus prompt chunks", [&](const char* v) {
+             o.batch_tokens = parse_int_arg("--batch-tokens", v, 1, 1 << 16); }},
+        {"serve", "--kv-tokens", "N", "parallel x ctx", "positions in the shared paged KV cache", [&](const char* v) {
+             o.kv_tokens = parse_int_arg("--kv-tokens", v, 1, 1 << 30); }},
+        {"serve", "--queue", "N", num(d.queue_limit), "requests that may wait for a slot; more get 503", [&](const char* v) {
              o.queue_limit = parse_int_arg("--queue", v, 1, 1000); }},
 
         // bench (its --kernels and --quant take lists; they hide the engine's)
@@ -257,7 +263,7 @@ static const Command COMMANDS[] = {
      "prompt generation sampling engine prefill trace report graph output", 1, cmd_generate},
     {"chat", "./run chat [MODEL] [flags]", "a conversation in the terminal; the KV cache is kept between turns",
      "generation sampling engine prefill trace report graph output", 0, cmd_chat},
-    {"serve", "./run serve [MODEL] [flags]", "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions)",
+    {"serve", "./run serve [MODEL] [flags]", "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /metrics); requests batched together",
      "serve sampling engine report output", 0, cmd_serve},
     {"info", "./run info MODEL", "config, tensor table, and the checks made at load", "output", 0, cmd_info},
     {"fwd", "./run fwd MODEL TOKEN POS | ./run fwd MODEL --tokens ID,ID,... [flags]",

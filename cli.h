@@ -36,6 +36,9 @@ struct Options {
     // serve
     std::string host = "127.0.0.1";
     int port = 8080, queue_limit = 16;
+    int parallel = 4;       // --parallel: requests generated together (scheduler slots)
+    int batch_tokens = 256; // --batch-tokens: rows per batched step
+    int kv_tokens = 0;      // --kv-tokens: positions in the paged KV cache; 0 = parallel x ctx
     // bench
     std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
     std::string convert_type = "bf16";  // convert --type

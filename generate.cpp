@@ -183,24 +183,89 @@ static double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 // ---------------------------------------------------------------------------
-// The loop.
-GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const std::vector<int>& prompt, int pos,
-                        const GenerateParams& params, const GenerateHooks& hooks) {
-    const Config& cfg = net.model->cfg;
-    int n = (int)prompt.size();
-    if (n == 0) fail("the prompt has no tokens");
-    if (pos + n > net.kv.n_ctx)
-        fail("the prompt needs %d positions but the context holds %d (%s)", pos + n, net.kv.n_ctx, ctx_hint(net).c_str());
+// One token at a time: what happens between two forwards.
+//
+// generate() below runs one sequence; the server's scheduler (scheduler.cpp)
+// runs many, each with its own Generation, and calls the same two functions
+// with each sequence's logits. So a request gets the same text either way.
 
-    GenerateResult res;
-    res.prompt_ids = prompt;
-    std::vector<int> stops = stop_token_ids(tok, cfg);
+void generation_start(Generation& g, const Tokenizer& tok, const Config& cfg, Sampler& sampler,
+                      const std::vector<int>& prompt, const GenerateParams& params, const GenerateHooks& hooks) {
+    g.tok = &tok;
+    g.sampler = &sampler;
+    g.params = &params;
+    g.hooks = hooks;
+    g.res = GenerateResult();
+    g.res.prompt_ids = prompt;
+    g.res.finish = Finish::Length;
+    g.stops = stop_token_ids(tok, cfg);
+    g.bytes.clear();
+    g.printed = 0;
     // The penalty window starts with the prompt's tail, so the first
     // generated token is already discouraged from repeating the prompt.
     for (int t : prompt) sampler_accept(sampler, t);
     // Top-5 and probabilities cost a pass over the vocabulary; only when
     // someone reads them.
-    bool want_info = hooks.on_token || g_log_level >= LOG_DEBUG;
+    g.want_info = hooks.on_token || g_log_level >= LOG_DEBUG;
+    // Sample only among ids the tokenizer can spell. Models pad their
+    // embedding table past the last real token (Qwen2.5: 151,936 rows for
+    // 151,665 tokens) for faster matmuls; those rows are never trained to
+    // be picked, but random or quantized weights can still give them mass.
+    g.n_sample = std::min(cfg.vocab, tokenizer_vocab_size(tok));
+}
+
+static bool emit_until(Generation& g, size_t end) {
+    if (end <= g.printed) return true;
+    std::string piece = utf8_sanitize(g.bytes.substr(g.printed, end - g.printed));
+    g.printed = end;
+    g.res.text += piece;
+    return g.hooks.on_text ? g.hooks.on_text(piece) : true;
+}
+
+bool generation_step(Generation& g, float* logits, int pos, int* token) {
+    SampleInfo info;
+    int t = sample(*g.sampler, logits, g.n_sample, g.want_info ? &info : nullptr);
+    *token = t;
+    if (g.want_info) {
+        log_sampled(*g.tok, pos, info, g.params->sampling.temperature == 0);
+        if (g.hooks.on_token) g.hooks.on_token(t, info);
+    }
+    if (std::find(g.stops.begin(), g.stops.end(), t) != g.stops.end()) {
+        g.res.finish = Finish::Stop;  // the stop token itself is neither kept nor printed
+        return false;
+    }
+    g.res.ids.push_back(t);
+    sampler_accept(*g.sampler, t);
+
+    size_t before = g.bytes.size();
+    g.bytes += token_bytes(*g.tok, t);
+    size_t cut = find_stop_string(g.bytes, before, g.params->stop_strings);
+    if (cut != std::string::npos) {
+        g.bytes.resize(std::max(cut, g.printed));
+        g.res.finish = Finish::StopString;
+        return false;
+    }
+    size_t hold = std::max(stop_string_holdback(g.bytes, g.params->stop_strings), utf8_incomplete_tail(g.bytes));
+    if (!emit_until(g, g.bytes.size() - hold)) {
+        g.res.finish = Finish::Aborted;
+        return false;
+    }
+    return (int)g.res.ids.size() < g.params->n_predict;  // no forward for a token nobody will read
+}
+
+void generation_end(Generation& g) { emit_until(g, g.bytes.size()); }  // what was held back, now final
+
+// ---------------------------------------------------------------------------
+// The loop.
+GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const std::vector<int>& prompt, int pos,
+                        const GenerateParams& params, const GenerateHooks& hooks) {
+    int n = (int)prompt.size();
+    if (n == 0) fail("the prompt has no tokens");
+    if (pos + n > net.kv.n_ctx)
+        fail("the prompt needs %d positions but the context holds %d (%s)", pos + n, net.kv.n_ctx, ctx_hint(net).c_str());
+    Generation g;
+    generation_start(g, tok, net.model->cfg, sampler, prompt, params, hooks);
+    GenerateResult& res = g.res;
 
     auto start = std::chrono::steady_clock::now();
     LOGI_L(CAT_KEY, 0, "═══ Phase 1: Prefill (processing %d prompt tokens) ═══", n);
@@ -208,56 +273,14 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
     res.prefill_ms = ms_since(start);
     LOGI_L(CAT_KEY, 0, "═══ Phase 2: Decode (autoregressive generation) ═══");
 
-    std::string bytes;   // everything generated, raw
-    size_t printed = 0;  // how much of it went out through on_text
-    auto emit_until = [&](size_t end) {
-        if (end <= printed) return true;
-        std::string piece = utf8_sanitize(bytes.substr(printed, end - printed));
-        printed = end;
-        res.text += piece;
-        return hooks.on_text ? hooks.on_text(piece) : true;
-    };
-
-    // Sample only among ids the tokenizer can spell. Models pad their
-    // embedding table past the last real token (Qwen2.5: 151,936 rows for
-    // 151,665 tokens) for faster matmuls; those rows are never trained to
-    // be picked, but random or quantized weights can still give them mass.
-    int n_sample = std::min(cfg.vocab, tokenizer_vocab_size(tok));
-
-    SampleInfo info;
     auto first = start;
-    res.finish = Finish::Length;
-    while ((int)res.ids.size() < params.n_predict) {
-        int t = sample(sampler, logits, n_sample, want_info ? &info : nullptr);
-        if (res.ids.empty()) {
+    for (int t, step = 0; params.n_predict > 0; step++) {
+        bool more = generation_step(g, logits, net.n_past, &t);
+        if (step == 0) {
             first = std::chrono::steady_clock::now();
             res.ttft_ms = ms_since(start);
         }
-        if (want_info) {
-            log_sampled(tok, net.n_past, info, params.sampling.temperature == 0);
-            if (hooks.on_token) hooks.on_token(t, info);
-        }
-        if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
-            res.finish = Finish::Stop;  // the stop token itself is neither kept nor printed
-            break;
-        }
-        res.ids.push_back(t);
-        sampler_accept(sampler, t);
-
-        size_t before = bytes.size();
-        bytes += token_bytes(tok, t);
-        size_t cut = find_stop_string(bytes, before, params.stop_strings);
-        if (cut != std::string::npos) {
-            bytes.resize(std::max(cut, printed));
-            res.finish = Finish::StopString;
-            break;
-        }
-        size_t hold = std::max(stop_string_holdback(bytes, params.stop_strings), utf8_incomplete_tail(bytes));
-        if (!emit_until(bytes.size() - hold)) {
-            res.finish = Finish::Aborted;
-            break;
-        }
-        if ((int)res.ids.size() >= params.n_predict) break;  // no forward for a token nobody will read
+        if (!more) break;
         if (net.n_past >= net.kv.n_ctx) {
             res.finish = Finish::Context;
             LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (%s)", net.kv.n_ctx, ctx_hint(net).c_str());
@@ -268,7 +291,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
         logits = const_cast<float*>(forward(net, &t, 1, net.n_past, false));
         res.decode_forwards++;
     }
-    emit_until(bytes.size());  // what was held back, now final
+    generation_end(g);
     if (!res.ids.empty() || res.finish == Finish::Stop) res.decode_ms = ms_since(first);
     return res;
 }

@@ -100,6 +100,32 @@ float* prefill(Net& net, const int* tokens, int n, int pos, bool stepwise);
 GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const std::vector<int>& prompt, int pos,
                         const GenerateParams& params, const GenerateHooks& hooks = {});
 
+// One generation between forwards: the sampler, the stop rules and the
+// text handed out so far. generate() keeps one; the server's scheduler
+// keeps one per running request and feeds each its own logits.
+struct Generation {
+    const Tokenizer* tok = nullptr;
+    Sampler* sampler = nullptr;
+    const GenerateParams* params = nullptr;
+    GenerateHooks hooks;
+    std::vector<int> stops;  // stop_token_ids
+    int n_sample = 0;        // ids the sampler may pick (those the tokenizer can spell)
+    bool want_info = false;  // top-5 and probabilities wanted (hooks.on_token, -v)
+    std::string bytes;       // everything generated, raw
+    size_t printed = 0;      // how much of it went out through on_text
+    GenerateResult res;
+};
+// Ready to sample after `prompt` (its tokens join the sampler's penalty window).
+void generation_start(Generation& g, const Tokenizer& tok, const Config& cfg, Sampler& sampler,
+                      const std::vector<int>& prompt, const GenerateParams& params, const GenerateHooks& hooks);
+// Samples from the logits of position pos-1 (the sampler edits them), calls
+// the hooks, applies the stop rules. *token gets the sampled id. Returns true
+// when that token is to be fed back for another step; false when generation
+// ends here (g.res.finish says why: Length when n_predict is reached).
+bool generation_step(Generation& g, float* logits, int pos, int* token);
+// Hands out what was held back (a possible stop string's start, a partial character).
+void generation_end(Generation& g);
+
 // Where a stop string first appears in `text` among the bytes that could
 // only now complete a match (those from `from` on); npos when none. Earliest
 // start wins.

@@ -18,12 +18,22 @@
 // T = 1 is one decode step; the whole prompt can go through as one batch
 // (prefill), which turns each matrix-vector product into a matrix-matrix
 // product — the same weights read once for T tokens.
+//
+// The rows need not belong to one sequence: forward_batch runs several
+// sequences' tokens through the same layers, and only the KV cache and
+// attention are per sequence. forward() is the one-sequence case, with the
+// Net's own contiguous cache.
 #include "net.h"
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include "logging.h"
 #include "kernels_cuda.h"
 
 static void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+}
+static void grow_bytes(std::vector<uint8_t>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 
@@ -61,15 +71,38 @@ static void store_kv_row(uint8_t* dst, const float* src, int n, DType type) {
 // which is what makes the 0.5B model's cache 7x smaller than its query width.
 // Token t sits at position pos+t and may look at positions first..pos+t
 // (causal; first is 0 unless the sequence started later).
-static void attention(Net& net, int layer, int T, int pos) {
+//
+// The T rows of sequence `seq` start at row `row0` of the batch. Its keys
+// start at position `first` at `K` (values at `V`), one position every
+// `stride` bytes: the Net's own cache, or — for a sequence in pages — its
+// rows gathered from the blocks into one run (copying costs a little
+// bandwidth; the attention kernels stay the one-sequence ones).
+static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPages* pages) {
     const Config& c = net.model->cfg;
     int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads;
-    int first = net.first_pos;
+    int T = seq.T, pos = seq.pos;
+    int first = seq.kv ? 0 : net.first_pos;
     int kv_len = pos + T - first;  // keys visible to the last token
     float* scores = net.scores.data();  // [n_heads, T, kv_len]
 
-    DType kv_type = net.kv.type;
-    size_t stride = (size_t)net.kv.kv_dim * net.kv.elt();  // cache bytes from one position to the next
+    DType kv_type = seq.kv ? pages->type : net.kv.type;
+    size_t elt = seq.kv ? pages->elt() : net.kv.elt();
+    size_t stride = (size_t)c.n_kv_heads * hd * elt;  // cache bytes from one position to the next
+    const uint8_t *K, *V;
+    if (!seq.kv) {
+        K = net.kv.key(layer, first);
+        V = net.kv.value(layer, first);
+    } else {
+        grow_bytes(net.gk, kv_len * stride);
+        grow_bytes(net.gv, kv_len * stride);
+        for (int p = 0; p < kv_len; p += pages->block) {  // one block's run of positions at a time
+            size_t n = std::min(pages->block, kv_len - p) * stride;
+            std::memcpy(&net.gk[p * stride], kv_key(*pages, *seq.kv, layer, p), n);
+            std::memcpy(&net.gv[p * stride], kv_value(*pages, *seq.kv, layer, p), n);
+        }
+        K = net.gk.data();
+        V = net.gv.data();
+    }
 
     // Threads over (head, token) pairs: each output row belongs to one
     // thread, so the result does not depend on the thread count. One head
@@ -77,17 +110,20 @@ static void attention(Net& net, int layer, int T, int pos) {
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
-            const float* q = &net.q[(size_t)t * q_dim + h * hd];
+            const float* q = &net.q[(size_t)(row0 + t) * q_dim + h * hd];
             float* s = scores + ((size_t)h * T + t) * kv_len;
             int kvh = h / group, n = pos + t + 1 - first;
-            float* out = &net.att[(size_t)t * q_dim + h * hd];
-            const uint8_t *keys = net.kv.key(layer, first, kvh, hd), *values = net.kv.value(layer, first, kvh, hd);
+            float* out = &net.att[(size_t)(row0 + t) * q_dim + h * hd];
+            const uint8_t *keys = K + (size_t)kvh * hd * elt, *values = V + (size_t)kvh * hd * elt;
             attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
             for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
         }
     }
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
 }
+
+static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs, int n_seqs, const int* tokens, int T,
+                                 const std::vector<int>& out_rows);
 
 const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits) {
     const Model& m = *net.model;
@@ -98,7 +134,6 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
     if (pos + T > net.kv.n_ctx)
         fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
-    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
     if (g_device == Device::CUDA && c.qwen3) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
@@ -108,6 +143,61 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         PROBE_FORWARD_END();
         return logits;
     }
+    BatchSeq one;  // one sequence in the Net's own cache
+    one.tokens = tokens;
+    one.T = T;
+    one.pos = pos;
+    std::vector<int> out_rows;  // during prefill only the last token's prediction is ever sampled
+    for (int t = all_logits ? 0 : T - 1; t < T; t++) out_rows.push_back(t);
+    const float* logits = forward_rows(net, nullptr, &one, 1, tokens, T, out_rows);
+    net.n_past = pos + T;
+    return logits;
+}
+
+const float* forward_batch(Net& net, KVPages& pages, BatchSeq* seqs, int n_seqs) {
+    const Config& c = net.model->cfg;
+    if (g_device == Device::CUDA) fail("forward_batch: several sequences at once run on the CPU only");
+    if (n_seqs <= 0) fail("forward_batch: no sequences");
+    std::vector<int> tokens, out_rows;  // all rows in order; the rows whose logits are wanted
+    int blocks_needed = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        const BatchSeq& s = seqs[i];
+        if (s.T <= 0 || !s.kv) fail("forward_batch: sequence %d has no tokens or no block table", i);
+        if (s.pos != s.kv->n_pos) fail("forward_batch: sequence %d continues at %d but holds %d positions", i, s.pos, s.kv->n_pos);
+        if (s.pos + s.T > c.max_pos) fail("context full: %d + %d tokens exceed max_position_embeddings (%d)", s.pos, s.T, c.max_pos);
+        for (int t = 0; t < s.T; t++) {
+            if (s.tokens[t] < 0 || s.tokens[t] >= c.vocab)
+                fail("token id %d is outside the vocabulary [0, %d)", s.tokens[t], c.vocab);
+            tokens.push_back(s.tokens[t]);
+        }
+        if (s.logits) out_rows.push_back((int)tokens.size() - 1);
+        blocks_needed += kv_blocks_for(pages, s.pos + s.T) - (int)s.kv->blocks.size();
+    }
+    if (blocks_needed > kv_blocks_free(pages))
+        fail("KV pages: the batch needs %d more blocks, %d are free", blocks_needed, kv_blocks_free(pages));
+    for (int i = 0; i < n_seqs; i++) kv_seq_grow(pages, *seqs[i].kv, seqs[i].pos + seqs[i].T);
+    if (out_rows.empty()) out_rows.push_back((int)tokens.size() - 1);  // the logits buffer always holds a row
+    return forward_rows(net, &pages, seqs, n_seqs, tokens.data(), (int)tokens.size(), out_rows);
+}
+
+// The layers, for T rows from n_seqs sequences (the checks are done).
+static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs, int n_seqs, const int* tokens, int T,
+                                 const std::vector<int>& out_rows) {
+    const Model& m = *net.model;
+    const Config& c = m.cfg;
+    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
+    int pos = seqs[0].pos;  // for the trace: where the first sequence's rows start
+    // Row t of the batch is token row_pos[t] of sequence row_seq[t].
+    std::vector<int> row_seq, row_pos;
+    size_t scores_size = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        for (int t = 0; t < seqs[i].T; t++) {
+            row_seq.push_back(i);
+            row_pos.push_back(seqs[i].pos + t);
+        }
+        int first = seqs[i].kv ? 0 : net.first_pos;
+        scores_size = std::max(scores_size, (size_t)c.n_heads * seqs[i].T * (seqs[i].pos + seqs[i].T - first));
+    }
 
     grow(net.x, (size_t)T * H);
     grow(net.xn, (size_t)T * H);
@@ -115,7 +205,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     grow(net.k, (size_t)T * kv_dim);
     grow(net.v, (size_t)T * kv_dim);
     grow(net.att, (size_t)T * q_dim);
-    grow(net.scores, (size_t)c.n_heads * T * (pos + T - net.first_pos));
+    grow(net.scores, scores_size);
     grow(net.gate, (size_t)T * I);
     grow(net.up, (size_t)T * I);
     float *x = net.x.data(), *xn = net.xn.data();
@@ -148,14 +238,21 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
             WATCH_TENSOR("attn.k_norm", l, pos, net.k.data(), T, kv_dim);
         }
         for (int t = 0; t < T; t++) {
-            apply_rope(&net.q[(size_t)t * q_dim], c.n_heads, hd, pos + t, c.rope_theta);
-            apply_rope(&net.k[(size_t)t * kv_dim], c.n_kv_heads, hd, pos + t, c.rope_theta);
-            store_kv_row(net.kv.key(l, pos + t), &net.k[(size_t)t * kv_dim], kv_dim, net.kv.type);
-            store_kv_row(net.kv.value(l, pos + t), &net.v[(size_t)t * kv_dim], kv_dim, net.kv.type);
+            const BatchSeq& s = seqs[row_seq[t]];
+            int p = row_pos[t];
+            apply_rope(&net.q[(size_t)t * q_dim], c.n_heads, hd, p, c.rope_theta);
+            apply_rope(&net.k[(size_t)t * kv_dim], c.n_kv_heads, hd, p, c.rope_theta);
+            if (s.kv) {
+                store_kv_row(kv_key(*pages, *s.kv, l, p), &net.k[(size_t)t * kv_dim], kv_dim, pages->type);
+                store_kv_row(kv_value(*pages, *s.kv, l, p), &net.v[(size_t)t * kv_dim], kv_dim, pages->type);
+            } else {
+                store_kv_row(net.kv.key(l, p), &net.k[(size_t)t * kv_dim], kv_dim, net.kv.type);
+                store_kv_row(net.kv.value(l, p), &net.v[(size_t)t * kv_dim], kv_dim, net.kv.type);
+            }
         }
         WATCH_TENSOR("attn.q_rope", l, pos, net.q.data(), T, q_dim);
         WATCH_TENSOR("attn.k_rope", l, pos, net.k.data(), T, kv_dim);
-        attention(net, l, T, pos);
+        for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i++].T) attention(net, l, seqs[i], row0, pages);
         WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
         matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
         WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
@@ -176,16 +273,14 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         WATCH_TENSOR("resid", l, pos, x, T, H);
         PROBE_LAYER_END(l, x, T, H);
     }
-    net.n_past = pos + T;
 
-    // Final norm and LM head, only for the rows whose logits are wanted:
-    // during prefill only the last token's prediction is ever sampled.
-    int first = all_logits ? 0 : T - 1, n_out = T - first;
-    for (int t = first; t < T; t++) rmsnorm(xn + (size_t)(t - first) * H, x + (size_t)t * H, m.final_norm.data(), H, c.eps);
-    WATCH_TENSOR("final_norm", -1, pos + first, xn, n_out, H);
+    // Final norm and LM head, only for the rows whose logits are wanted.
+    int n_out = (int)out_rows.size(), first = row_pos[out_rows[0]];
+    for (int i = 0; i < n_out; i++) rmsnorm(xn + (size_t)i * H, x + (size_t)out_rows[i] * H, m.final_norm.data(), H, c.eps);
+    WATCH_TENSOR("final_norm", -1, first, xn, n_out, H);
     grow(net.logits, (size_t)n_out * c.vocab);
     matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out);  // [n_out, vocab]
-    WATCH_TENSOR("logits", -1, pos + first, net.logits.data(), n_out, c.vocab);
+    WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, c.vocab);
     PROBE_FORWARD_END();
     return net.logits.data();
 }

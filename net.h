@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 #include "model.h"
+#include "kv_pages.h"
 
 // Keys and values of every past position, so a new token attends to the
 // prompt without recomputing it. Layout: [n_layers, n_ctx, n_kv_heads*head_dim].
@@ -37,6 +38,7 @@ struct Net {
     std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights
     std::vector<float> gate, up;// [T, intermediate]
     std::vector<float> logits;  // [T or 1, vocab]
+    std::vector<uint8_t> gk, gv;  // one paged sequence's keys and values gathered into one run (forward_batch)
     std::shared_ptr<struct CudaNet> cuda;  // weights, cache and scratch on the GPU (net_cuda.cpp), --device cuda
 };
 
@@ -51,3 +53,23 @@ void net_reset(Net& net);
 // all_logits, else [1, vocab] for the last token only. Throws LanternError
 // when pos+T exceeds the cache.
 const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits);
+
+// ---------------------------------------------------------------------------
+// Several sequences in one call (the server's continuous batching).
+//
+// Sequence i brings T_i tokens at positions pos_i..pos_i+T_i-1 and keeps its
+// keys and values in its own pages of a shared pool. The rows of all
+// sequences go through every weight matrix together — one read of the
+// weights for the whole batch — and only attention runs per sequence, each
+// over its own cache. A matrix product sums each row in one order whatever
+// the batch (kernels_fast.cpp), so a sequence's logits are the same bits
+// alone or among others.
+struct BatchSeq {
+    const int* tokens = nullptr;
+    int T = 0, pos = 0;     // pos: positions already in its cache (a new sequence: 0)
+    KVSeq* kv = nullptr;    // its block table; grown here to pos+T positions
+    bool logits = false;    // wanted: the logits of its last row
+};
+// Returns the logits of the sequences that want them, in order: [n_wanted,
+// vocab]. Throws LanternError when the pool has no room (nothing is run).
+const float* forward_batch(Net& net, KVPages& pages, BatchSeq* seqs, int n_seqs);

@@ -4,19 +4,18 @@
 //                      JSON → chat template → token ids → checks
 //                      │  a Job joins the queue (full: 503)
 //                      ▼
-//                    model thread: one Job at a time, oldest first
-//                      fresh KV cache and sampler → generate() → pieces of text
-//                      │
+//                    model thread: the scheduler (scheduler.cpp) runs up to
+//                      --parallel requests together, one batched forward per
+//                      step; each has its own KV pages, sampler and seed
+//                      │  pieces of text
 //                      ▼
 //                    handler thread: one JSON answer, or a server-sent event
 //                      ("data: {...}") per piece, then "data: [DONE]"
 //
-// Why one model thread and one queue: the model has one KV cache and one set
-// of scratch buffers, and the matrix products already use every core. Two
-// generations at once would need a second cache and would each run at about
-// half speed; running them together in one batch is a different engine.
-// Serving in arrival order also keeps answers reproducible: a request's text
-// depends on its own settings and seed, never on who else is waiting.
+// Why batch: a decode step is bound by reading the weights, and a batch of
+// sequences reads them once for all. Why answers stay reproducible: a
+// sequence's logits are the same bits alone or in a batch, so a request's
+// text depends on its own settings and seed, never on who else is running.
 //
 // The HTTP parsing, keep-alive and chunked transfer are cpp-httplib's
 // (Debian's libcpp-httplib-dev). See book/12-serving.md.
@@ -40,6 +39,8 @@
 #include "kernels_cuda.h"
 #include "logging.h"
 #include "cli.h"
+#include "generate.h"
+#include "scheduler.h"
 #include "quants.h"
 #include "server_request.h"
 #include "trace_report.h"
@@ -47,7 +48,8 @@
 using json = nlohmann::ordered_json;  // keys stay in the order written, as in the API docs
 
 // The flags are cli.cpp's (groups serve, sampling, engine, report, output):
-// Options holds host, port, queue_limit, the engine options and the trace files.
+// Options holds host, port, queue_limit, parallel, batch_tokens, kv_tokens,
+// the engine options and the trace files.
 const size_t MAX_BODY_BYTES = 1 << 20;  // a request body past this gets 413
 
 
@@ -90,10 +92,13 @@ struct Job {
     std::string prompt_text;          // after the chat template
     std::vector<int> prompt;          // its token ids
     GenerateParams gen;
+    int top_logprobs = -1;            // -1: no logprobs; else how many alternatives per token (0-5)
 
     std::mutex mu;
     std::condition_variable cv;
     std::string unsent;  // text made but not yet sent
+    std::vector<SampleInfo> tokens;  // logprobs: every kept token's probabilities
+    size_t tokens_sent = 0;          // streaming: how many of them went out
     bool done = false;
     GenerateResult result;
     std::string error;   // no answer (not the client's fault)
@@ -101,18 +106,16 @@ struct Job {
     std::atomic<bool> cancelled{false};
 };
 
-// The model (engine_load's Engine: model, tokenizer, KV cache) and the queue
-// in front of it.
+// The model (engine_load's Engine: model, tokenizer, and a Net kept for its
+// scratch: the sequences' caches are the scheduler's pages) and the
+// scheduler in front of it.
 struct Server : Engine {
     Options opt;
+    Scheduler sched;
+    std::vector<int> stop_ids;  // stop_token_ids: not part of an answer's logprobs
     std::string model_id;  // what /v1/models lists and answers carry
-    int n_ctx = 0;         // net.kv.n_ctx, fixed at start: handlers read this one
+    int n_ctx = 0;         // most positions of one sequence, fixed at start: handlers read this one
     long started = 0;
-
-    std::mutex mu;  // guards the three below
-    std::condition_variable cv;
-    std::deque<std::shared_ptr<Job>> waiting;
-    std::atomic<bool> stopping{false};  // also read, unlocked, by the running job's on_text
     std::atomic<int> next_id{0};
 };
 
@@ -127,6 +130,7 @@ static std::shared_ptr<Job> parse_request(const Server& e, const std::string& bo
     job->include_usage = r.include_usage;
     job->prompt_text = std::move(r.prompt_text);
     job->gen = std::move(r.gen);
+    job->top_logprobs = r.top_logprobs;
     const char* where = chat ? "messages" : "prompt";
     try {
         job->prompt = tokenizer_encode(e.tok, job->prompt_text);
@@ -144,93 +148,60 @@ static std::shared_ptr<Job> parse_request(const Server& e, const std::string& bo
 // ---------------------------------------------------------------------------
 // The queue and the model thread.
 
-// Returns false when the queue is full (or the server is stopping).
-static bool submit(Server& e, const std::shared_ptr<Job>& job) {
-    std::lock_guard<std::mutex> lk(e.mu);
-    if (e.stopping || (int)e.waiting.size() >= e.opt.queue_limit) return false;
-    e.waiting.push_back(job);
-    e.cv.notify_all();
-    return true;
-}
-
-static void finish_job(Job& job, GenerateResult r, const std::string& error) {
+// The scheduler does the work; these are its callbacks, which talk to the
+// handler thread through the Job. Returns "" or the scheduler's reason for
+// refusing (scheduler_submit).
+static void finish_job(Job& job, GenerateResult r, const std::string& error, int status) {
     std::lock_guard<std::mutex> lk(job.mu);
     job.result = std::move(r);
     job.error = error;
+    job.error_status = status;
     job.done = true;
     job.cv.notify_all();
 }
 
-// One request, exactly as `./run` would run it: an empty cache, a sampler
-// seeded afresh, generate(). The report and trace, when asked for, cover
-// this request alone (each request overwrites the last one's files).
-static void run_job(Server& e, Job& job) {
-    GenerateResult r;
-    if (job.cancelled) {  // the client left while it waited
-        r.finish = Finish::Aborted;
-        LOGI(CAT_SERVER, "request %d: the client went away while it waited", job.id);
-        return finish_job(job, r, "");
-    }
-    net_reset(e.net);
-    Sampler sampler;
-    sampler_init(sampler, job.gen.sampling);
-    LOGD(CAT_SERVER, "request %d: %zu prompt tokens, seed %u", job.id, job.prompt.size(), job.gen.sampling.seed);
-    bool tracing = trace_start(e.opt.trace, strprintf("%s (request %d)", job.chat ? "POST /v1/chat/completions" : "POST /v1/completions", job.id));
-    if (tracing) {
-        trace_set_model(e.model, e.tok);
-        trace_set_prompt(job.prompt_text, job.gen.sampling);
-    }
-    GenerateHooks hooks;
-    hooks.on_text = [&job, &e](const std::string& piece) {
-        std::lock_guard<std::mutex> lk(job.mu);
-        job.unsent += piece;
-        job.cv.notify_all();
-        return !job.cancelled && !e.stopping;
+static std::string submit(Server& e, const std::shared_ptr<Job>& job) {
+    auto r = std::make_shared<SchedRequest>();
+    r->id = job->id;
+    r->prompt = job->prompt;
+    r->gen = job->gen;
+    r->hooks.on_text = [job](const std::string& piece) {
+        std::lock_guard<std::mutex> lk(job->mu);
+        job->unsent += piece;
+        job->cv.notify_all();
+        return !job->cancelled;
     };
-    if (tracing) hooks.on_token = trace_token;
-    std::string error;
-    try {
-        r = generate(e.net, e.tok, sampler, job.prompt, 0, job.gen, hooks);
-    } catch (const std::exception& ex) {
-        error = ex.what();
-        LOGE(CAT_SERVER, "request %d: %s", job.id, ex.what());
-    }
+    bool tracing = !e.opt.trace.report_path.empty() || !e.opt.trace.json_path.empty();
+    if (job->top_logprobs >= 0 || tracing)
+        r->hooks.on_token = [&e, job, tracing](int token, const SampleInfo& info) {
+            if (tracing) trace_token(token, info);
+            if (job->top_logprobs < 0 || std::count(e.stop_ids.begin(), e.stop_ids.end(), token)) return;
+            std::lock_guard<std::mutex> lk(job->mu);
+            job->tokens.push_back(info);
+        };
+    r->cancelled = [job] { return job->cancelled.load(); };
+    // --report and --trace-json cover one request at a time (--parallel 1):
+    // the trace starts when the request joins and is written when it ends.
+    auto traced = std::make_shared<bool>(false);
     if (tracing) {
-        try {
-            trace_finish(r.text, finish_name(r.finish));
-        } catch (const LanternError& ex) {
-            LOGW(CAT_SERVER, "%s", ex.what());
-        }
+        r->on_start = [&e, job, traced] {
+            *traced = trace_start(e.opt.trace, strprintf("%s (request %d)", job->chat ? "POST /v1/chat/completions" : "POST /v1/completions", job->id));
+            if (!*traced) return;
+            trace_set_model(e.model, e.tok);
+            trace_set_prompt(job->prompt_text, job->gen.sampling);
+        };
     }
-    if (r.finish == Finish::Aborted && !job.cancelled) {  // Ctrl-C: the answer is cut, say so
-        job.error_status = 503;
-        error = "the server is shutting down";
-    } else if (r.finish == Finish::Aborted)
-        LOGI(CAT_SERVER, "request %d: the client went away; generation stopped after %zu tokens", job.id, r.ids.size());
-    finish_job(job, std::move(r), error);
-}
-
-// The model thread's loop. It ends when the server stops: the running job
-// stops at its next piece of text, and it and the jobs still waiting get an
-// error instead of an answer.
-static void serve_jobs(Server& e) {
-    for (;;) {
-        std::shared_ptr<Job> job;
-        bool stopping;
-        {
-            std::unique_lock<std::mutex> lk(e.mu);
-            e.cv.wait(lk, [&] { return !e.waiting.empty() || e.stopping; });
-            if (e.waiting.empty()) return;
-            job = e.waiting.front();
-            e.waiting.pop_front();
-            stopping = e.stopping;
+    r->done = [job, traced](GenerateResult& res, const std::string& error, int status) {
+        if (*traced) {
+            try {
+                trace_finish(res.text, finish_name(res.finish));
+            } catch (const LanternError& ex) {
+                LOGW(CAT_SERVER, "%s", ex.what());
+            }
         }
-        if (stopping) {
-            job->error_status = 503;
-            finish_job(*job, GenerateResult(), "the server is shutting down");
-        }
-        else run_job(e, *job);
-    }
+        finish_job(*job, std::move(res), error, status);
+    };
+    return scheduler_submit(e.sched, r);
 }
 
 // ---------------------------------------------------------------------------
@@ -491,12 +462,32 @@ static json envelope(const Server& e, const Job& job, const char* object) {
             {"object", object}, {"created", job.created}, {"model", e.model_id}};
 }
 
+// OpenAI's logprobs object for the tokens [from, to) of a job (the chat
+// form, for both endpoints): each token's text, log-probability and bytes,
+// and its top alternatives.
+static json logprobs_json(const Server& e, const Job& job, size_t from, size_t to) {
+    auto entry = [&](int id, float prob) {
+        std::string b = token_bytes(e.tok, id);
+        return json{{"token", utf8_sanitize(b)}, {"logprob", std::log(std::max(prob, 1e-30f))},
+                    {"bytes", std::vector<unsigned char>(b.begin(), b.end())}};
+    };
+    json content = json::array();
+    for (size_t i = from; i < to && i < job.tokens.size(); i++) {
+        const SampleInfo& info = job.tokens[i];
+        json t = entry(info.token, info.prob), top = json::array();
+        for (int k = 0; k < std::min(job.top_logprobs, info.n_top); k++) top.push_back(entry(info.top[k].id, info.top[k].prob));
+        t["top_logprobs"] = top;
+        content.push_back(t);
+    }
+    return {{"content", content}};
+}
+
 static json answer_json(const Server& e, const Job& job) {
     json a = envelope(e, job, job.chat ? "chat.completion" : "text_completion");
     json choice = {{"index", 0}};
     if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", job.result.text}};
     else choice["text"] = job.result.text;
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = job.top_logprobs < 0 ? json(nullptr) : logprobs_json(e, job, 0, job.result.ids.size());
     choice["finish_reason"] = finish_reason(job.result.finish);
     a["choices"] = json::array({choice});
     a["usage"] = usage_json(job);
@@ -505,12 +496,12 @@ static json answer_json(const Server& e, const Job& job) {
 
 // One stream chunk: a piece of text (chat: in "delta"), or the finish
 // reason with no text.
-static json chunk_json(const Server& e, const Job& job, const json& delta, const char* finish) {
+static json chunk_json(const Server& e, const Job& job, const json& delta, const char* finish, json logprobs = nullptr) {
     json c = envelope(e, job, job.chat ? "chat.completion.chunk" : "text_completion");
     json choice = {{"index", 0}};
     if (job.chat) choice["delta"] = delta;
     else choice["text"] = delta.value("content", "");
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = logprobs;
     choice["finish_reason"] = finish ? json(finish) : json(nullptr);
     c["choices"] = json::array({choice});
     return c;
@@ -543,6 +534,7 @@ static void stream_answer(Server& e, const std::shared_ptr<Job>& job, httplib::R
         bool ok = !job->chat || send(dump(chunk_json(e, *job, {{"role", "assistant"}, {"content", ""}}, nullptr)));
         for (bool done = false; ok && !done;) {
             std::string piece;
+            json logprobs;  // the tokens sampled since the last piece
             {
                 std::unique_lock<std::mutex> lk(job->mu);
                 while (!job->cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return !job->unsent.empty() || job->done; }))
@@ -553,8 +545,12 @@ static void stream_answer(Server& e, const std::shared_ptr<Job>& job, httplib::R
                 }
                 piece.swap(job->unsent);
                 done = job->done;
+                if (job->top_logprobs >= 0 && !piece.empty()) {
+                    logprobs = logprobs_json(e, *job, job->tokens_sent, job->tokens.size());
+                    job->tokens_sent = job->tokens.size();
+                }
             }
-            if (!piece.empty()) ok = send(dump(chunk_json(e, *job, {{"content", piece}}, nullptr)));
+            if (!piece.empty()) ok = send(dump(chunk_json(e, *job, {{"content", piece}}, nullptr, logprobs)));
         }
         if (!ok) {
             job->cancelled = true;
@@ -595,7 +591,14 @@ static void handle_generate(Server& e, const std::string& body, httplib::Respons
     }
     job->id = ++e.next_id;
     job->created = (long)time(nullptr);
-    if (!submit(e, job))
+    std::string refused = submit(e, job);
+    if (refused == "too_large")
+        return send_error(res, {400, strprintf("the prompt (%zu tokens) plus max_tokens (%d) need more KV cache than the "
+                                               "server holds (%d positions; lower max_tokens, or start it with a larger --kv-tokens)",
+                                               job->prompt.size(), job->gen.n_predict, e.sched.pages.n_blocks * e.sched.pages.block),
+                                "max_tokens", "kv_cache_too_small"});
+    if (refused == "stopping") return send_error(res, {503, "the server is shutting down", "", "shutting_down"});
+    if (!refused.empty())
         return send_error(res, {503, strprintf("the server is busy: %d requests are already waiting; try again later",
                                             e.opt.queue_limit), "", "queue_full"});
     if (job->stream) return stream_answer(e, job, res);
@@ -684,8 +687,34 @@ static void route(httplib::Server& svr, Server& e) {
         res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
     });
     svr.Get("/health", [&e](const Request&, Response& res) {
-        std::lock_guard<std::mutex> lk(e.mu);
-        res.set_content(dump(json{{"status", "ok"}, {"model", e.model_id}, {"waiting", e.waiting.size()}}), "application/json");
+        SchedStats st = scheduler_stats(e.sched);
+        res.set_content(dump(json{{"status", "ok"}, {"model", e.model_id}, {"waiting", st.waiting},
+                                  {"slots", st.slots}, {"slots_busy", st.busy}, {"slot_state", st.slot_state},
+                                  {"kv_blocks_used", st.blocks_used}, {"kv_blocks_total", st.blocks_total},
+                                  {"kv_block_tokens", st.block_tokens}, {"tokens_per_second", st.tokens_per_s}}),
+                        "application/json");
+    });
+    // Prometheus text format: one "name value" line per number.
+    svr.Get("/metrics", [&e](const Request&, Response& res) {
+        SchedStats st = scheduler_stats(e.sched);
+        std::string m;
+        auto metric = [&m](const char* name, const char* type, const char* help, double v) {
+            m += strprintf("# HELP lantern_%s %s\n# TYPE lantern_%s %s\nlantern_%s %.10g\n", name, help, name, type, name, v);
+        };
+        metric("slots", "gauge", "requests that can run together (--parallel)", st.slots);
+        metric("slots_busy", "gauge", "requests running now", st.busy);
+        metric("slots_prefilling", "gauge", "running requests still reading their prompt", st.prefilling);
+        metric("slots_decoding", "gauge", "running requests generating", st.decoding);
+        metric("queue_length", "gauge", "requests waiting for a slot", st.waiting);
+        metric("kv_blocks_used", "gauge", "KV cache blocks holding a sequence's positions", st.blocks_used);
+        metric("kv_blocks_free", "gauge", "KV cache blocks free", st.blocks_total - st.blocks_used);
+        metric("kv_block_tokens", "gauge", "positions per KV cache block", st.block_tokens);
+        metric("tokens_per_second", "gauge", "generated tokens per second, last seconds", st.tokens_per_s);
+        metric("steps_total", "counter", "batched forward steps", (double)st.steps);
+        metric("tokens_generated_total", "counter", "tokens sampled", (double)st.tokens_generated);
+        metric("prompt_tokens_total", "counter", "prompt tokens prefilled", (double)st.prompt_tokens);
+        metric("requests_finished_total", "counter", "requests that left the batch", (double)st.requests_done);
+        res.set_content(m, "text/plain; version=0.0.4");
     });
     svr.set_error_handler(httplib::Server::HandlerWithResponse(error_page));
     svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
@@ -724,8 +753,17 @@ int cmd_serve(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
 
-    engine_load(e, o.engine);
-    e.n_ctx = e.net.kv.n_ctx;
+    if (g_device == Device::CUDA) fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
+    if ((!o.trace.report_path.empty() || !o.trace.json_path.empty()) && o.parallel != 1)
+        fail("serve: --report and --trace-json follow one request at a time; add --parallel 1");
+    // The model and the tokenizer; no KV cache of engine_load's: each
+    // sequence's cache is a block table in the scheduler's pages.
+    engine_load(e, o.engine, ENGINE_MODEL | ENGINE_TOKENIZER);
+    e.n_ctx = o.engine.ctx ? o.engine.ctx : std::min(4096, e.model.cfg.max_pos);
+    if (e.n_ctx > e.model.cfg.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", e.n_ctx, e.model.cfg.max_pos);
+    net_init(e.net, e.model, 1);  // scratch only: the sequences' caches are the scheduler's pages
+    scheduler_init(e.sched, e.net, e.tok, o.parallel, o.batch_tokens, o.queue_limit, e.n_ctx, o.kv_tokens, o.engine.kv_type);
+    e.stop_ids = stop_token_ids(e.tok, e.model.cfg);
     e.model_id = e.model.dir;
     e.started = (long)time(nullptr);
 
@@ -739,13 +777,12 @@ int cmd_serve(int argc, char** argv) {
         int sig = 0;
         sigwait(&stop_signals, &sig);
         LOGI(CAT_SERVER, "stopping (%s)", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        std::lock_guard<std::mutex> lk(e.mu);
-        e.stopping = true;
-        e.cv.notify_all();
+        scheduler_stop(e.sched);
     });
-    LOGI(CAT_SERVER, "listening on http://%s:%d (model %s, %d positions of context, queue %d)", o.host.c_str(), port,
-         e.model_id.c_str(), e.n_ctx, o.queue_limit);
-    serve_jobs(e);  // this thread is the model thread, where kernels_init set the thread count
+    LOGI(CAT_SERVER, "listening on http://%s:%d (model %s, %d positions of context, %d slots, %d KV blocks of %d, queue %d)",
+         o.host.c_str(), port, e.model_id.c_str(), e.n_ctx, o.parallel, e.sched.pages.n_blocks, e.sched.pages.block,
+         o.queue_limit);
+    scheduler_run(e.sched);  // this thread is the model thread, where kernels_init set the thread count
     svr.stop();
     http.join();
     waiter.join();

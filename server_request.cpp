@@ -90,6 +90,14 @@ static void read_generation_fields(const json& b, GenerationRequest& r, uint32_t
             r.gen.stop_strings.push_back(x.get<std::string>());
         }
     }
+    // logprobs: chat says {"logprobs": true, "top_logprobs": N}; the older
+    // completions endpoint says {"logprobs": N}. At most 5 alternatives: the
+    // sampler keeps a top-5 (sampler.h: SampleInfo).
+    if (r.chat) {
+        if (json_bool(b, "logprobs", false, "")) r.top_logprobs = (int)json_int(b, "top_logprobs", 0, 0, SampleInfo::TOP, "");
+        else if (json_has(b, "top_logprobs"))
+            bad_request("top_logprobs", "invalid_value", "'top_logprobs' needs \"logprobs\": true");
+    } else if (json_has(b, "logprobs")) r.top_logprobs = (int)json_int(b, "logprobs", 0, 0, SampleInfo::TOP, "");
     r.stream = json_bool(b, "stream", false, "");
     if (json_has(b, "stream_options")) {
         const json& so = b["stream_options"];

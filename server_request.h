@@ -20,6 +20,7 @@ struct GenerationRequest {
     bool stream = false, include_usage = false;
     std::string prompt_text;           // after the chat template
     GenerateParams gen;
+    int top_logprobs = -1;             // -1: no logprobs; else alternatives per token (0-5)
 };
 
 const int DEFAULT_MAX_TOKENS = 256;  // like the command line's -n

@@ -140,7 +140,7 @@ ok "each request is logged: method, path, status, tokens, time"
 
 # 5. A queue of one: a long stream holds the model, one request waits, the
 # next is refused. Then the stream's client leaves and the waiting one runs.
-start_server queue --queue 1 --report "$TMP/report.html" --trace-json "$TMP/trace.json"
+start_server queue --parallel 1 --queue 1 --report "$TMP/report.html" --trace-json "$TMP/trace.json"
 curl -sN --max-time 60 "$URL/v1/chat/completions" \
     -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":100000,"stream":true}' >"$TMP/long.sse" &
 LONG=$!

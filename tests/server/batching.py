@@ -1,0 +1,193 @@
+# tests/server/batching.py — continuous batching seen from the clients.
+#
+#   python3 tests/server/batching.py same BASE_URL     answers alone == answers among 8
+#   python3 tests/server/batching.py load BASE_URL     64 clients, hang-ups, blocks back to 0
+#   python3 tests/server/batching.py inflight BASE_URL starts 4 streams and prints when they run
+#
+# Plain http.client, one thread per client. Exit 1 on the first failure.
+import http.client, json, sys, threading, time, urllib.parse, math
+
+def fail(what):
+    print("FAIL " + what)
+    sys.exit(1)
+
+def ok(what):
+    print("ok   " + what)
+
+URL = urllib.parse.urlparse(sys.argv[2])
+
+def conn(timeout=120):
+    return http.client.HTTPConnection(URL.hostname, URL.port, timeout=timeout)
+
+def ask(body, path="/v1/chat/completions"):
+    """Returns (status, text, answer or error JSON); streams are put together."""
+    c = conn()
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200 or not body.get("stream"):
+        a = json.loads(r.read())
+        text = None
+        if r.status == 200:
+            ch = a["choices"][0]
+            text = ch["message"]["content"] if "message" in ch else ch["text"]
+        return r.status, text, a
+    text, lps = "", []
+    for line in r:
+        line = line.decode().strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        if "error" in ev:
+            return 500, None, ev
+        for ch in ev["choices"]:
+            text += ch.get("delta", {}).get("content", "") or ch.get("text", "") or ""
+            if ch.get("logprobs"):
+                lps += ch["logprobs"]["content"]
+    return 200, text, {"logprobs": lps}
+
+def metrics():
+    c = conn(10)
+    c.request("GET", "/metrics")
+    m = {}
+    for line in c.getresponse().read().decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.split()
+            m[k] = float(v)
+    return m
+
+def requests8():
+    prompts = ["Hi", "Tell me about the sea", "Count to twenty please", "Why is the sky blue?",
+               "A", "Write a poem about a lantern in the night", "2+2=", "Name three colors"]
+    out = []
+    for i, p in enumerate(prompts):
+        b = {"messages": [{"role": "user", "content": p}], "max_tokens": [5, 40, 12, 30, 3, 24, 8, 16][i],
+             "stream": i % 2 == 1}
+        if i % 3 == 0:
+            b["temperature"] = 0
+        else:
+            b.update(temperature=0.9, top_k=40, seed=1000 + i)
+        out.append(b)
+    return out
+
+def same():
+    reqs = requests8()
+    alone = [ask(b) for b in reqs]
+    for i, (st, text, _) in enumerate(alone):
+        if st != 200 or text is None:
+            fail("request %d alone: HTTP %d" % (i, st))
+    ok("8 requests of 3 to 40 tokens, each alone")
+    # Together, joining one after another while the others decode; twice.
+    for rnd in range(2):
+        res = [None] * len(reqs)
+        def run(i):
+            time.sleep(0.03 * i * (rnd + 1))
+            res[i] = ask(reqs[i])
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(len(reqs))]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        for i in range(len(reqs)):
+            if res[i][0] != 200 or res[i][1] != alone[i][1]:
+                fail("round %d request %d: %r among 8, %r alone" % (rnd, i, res[i][1], alone[i][1]))
+    ok("8 at once (staggered joins, different lengths, streamed and not): every text byte-identical to its text alone")
+    m = metrics()
+    if m["lantern_steps_total"] >= m["lantern_tokens_generated_total"]:
+        fail("no step ran more than one sequence: %s" % m)
+    ok("steps batched several sequences (%d steps for %d tokens)" % (m["lantern_steps_total"], m["lantern_tokens_generated_total"]))
+    # logprobs: the chosen tokens spell the answer; each is among its alternatives.
+    b = dict(reqs[1], stream=False, logprobs=True, top_logprobs=3)
+    st, text, a = ask(b)
+    lp = a["choices"][0]["logprobs"]["content"] if st == 200 else None
+    if not lp or "".join(bytes(t["bytes"]).decode("utf-8", "replace") for t in lp) != text or text != alone[1][1]:
+        fail("logprobs: tokens do not spell the answer: %s" % json.dumps(a)[:300])
+    for t in lp:
+        if not (t["logprob"] <= 0 and len(t["top_logprobs"]) == 3 and
+                t["top_logprobs"][0]["logprob"] >= t["logprob"] - 1e-6 and
+                all(x["logprob"] <= 0 for x in t["top_logprobs"])):
+            fail("logprobs entry: %s" % t)
+    st2, text2, a2 = ask(dict(b, stream=True))
+    if text2 != text or [t["token"] for t in a2["logprobs"]] != [t["token"] for t in lp]:
+        fail("streamed logprobs differ from the answer's")
+    st3, _, a3 = ask({"prompt": "Once", "max_tokens": 4, "temperature": 0, "logprobs": 2}, "/v1/completions")
+    if st3 != 200 or len(a3["choices"][0]["logprobs"]["content"][0]["top_logprobs"]) != 2:
+        fail("completions logprobs: %s" % a3)
+    st4, _, a4 = ask({"messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 9})
+    if st4 != 400 or a4["error"]["param"] != "top_logprobs":
+        fail("top_logprobs 9: HTTP %d %s" % (st4, a4))
+    ok("logprobs: tokens spell the text, top_logprobs sorted, streamed = not streamed, completions too, 9 refused")
+
+def load():
+    # 64 clients against 8 slots and a queue of 16: each gets an answer or a
+    # 503; a few hang up mid-prefill or mid-decode.
+    results, lock = [], threading.Lock()
+    long_prompt = "Tell me everything. " * 60
+    def client(i):
+        kind = "normal"
+        try:
+            if i % 16 == 5:  # hangs up right after sending a long prompt: mid-prefill
+                kind = "prefill"
+                c = conn()
+                c.request("POST", "/v1/chat/completions", json.dumps(
+                    {"messages": [{"role": "user", "content": long_prompt}], "max_tokens": 50, "stream": True}),
+                    {"Content-Type": "application/json"})
+                time.sleep(0.05)
+                c.sock.close()
+                r = "hangup"
+            elif i % 16 == 9:  # reads the first piece, then hangs up: mid-decode
+                kind = "decode"
+                c = conn()
+                c.request("POST", "/v1/chat/completions", json.dumps(
+                    {"messages": [{"role": "user", "content": "Go on"}], "max_tokens": 400, "stream": True}),
+                    {"Content-Type": "application/json"})
+                rr = c.getresponse()
+                if rr.status == 200:
+                    rr.fp.readline()
+                c.sock.close()
+                r = "hangup"
+            else:
+                st, text, a = ask({"messages": [{"role": "user", "content": "Client %d" % i}],
+                                   "max_tokens": 4 + i % 13, "temperature": 0, "stream": i % 2 == 0})
+                r = st if st != 503 or a["error"]["code"] == "queue_full" else "bad 503"
+        except Exception as e:
+            r = "exception %s" % e
+        with lock:
+            results.append((kind, r))
+    ts = [threading.Thread(target=client, args=(i,)) for i in range(64)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    normal = [r for k, r in results if k == "normal"]
+    bad = [r for r in normal if r not in (200, 503)]
+    if bad:
+        fail("64 clients: unexpected outcomes %s" % bad[:5])
+    if normal.count(200) < 16:
+        fail("64 clients: only %d answers" % normal.count(200))
+    ok("64 clients vs 8 slots: %d answered, %d got 503 queue_full, %d hung up" %
+       (normal.count(200), normal.count(503), len(results) - len(normal)))
+    for _ in range(300):
+        m = metrics()
+        if m["lantern_slots_busy"] == 0 and m["lantern_queue_length"] == 0:
+            break
+        time.sleep(0.1)
+    if m["lantern_kv_blocks_used"] != 0 or m["lantern_slots_busy"] != 0:
+        fail("after the load: %s" % m)
+    ok("after the load: 0 slots busy, 0 waiting, KV blocks used back to 0 of %d" % m["lantern_kv_blocks_free"])
+
+def inflight():
+    # Four long streams; prints "running" once all four have text, then
+    # keeps reading until the server ends them.
+    got = []
+    def run(i):
+        st, text, a = ask({"messages": [{"role": "user", "content": "Story %d" % i}], "max_tokens": 100000, "stream": True})
+        got.append((st, a.get("error", {}).get("message", "") if isinstance(a.get("error"), dict) else ""))
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in ts: t.start()
+    for _ in range(200):
+        if metrics()["lantern_slots_decoding"] == 4:
+            break
+        time.sleep(0.05)
+    print("running", flush=True)
+    for t in ts: t.join()
+    if len(got) != 4 or any(g[1] != "the server is shutting down" for g in got):
+        fail("in-flight streams at shutdown: %s" % got)
+    ok("shutdown: the 4 streams in flight each got 'the server is shutting down'")
+
+{"same": same, "load": load, "inflight": inflight}[sys.argv[1]]()

@@ -1,0 +1,314 @@
+// tests/test_batching.cpp — the paged KV cache (kv_pages.cpp) and the
+// batched forward (net.cpp:forward_batch): blocks are handed out, refused
+// and returned exactly; and a sequence's logits are the same bits whether it
+// runs alone through forward() or among others, in any chunking, through
+// forward_batch.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <unistd.h>
+
+#include "generate.h"
+
+static Config small_config() {
+    Config c;
+    c.n_layers = 2;
+    c.n_kv_heads = 2;
+    c.head_dim = 4;
+    return c;
+}
+
+TEST_CASE("KV pages: blocks are taken as positions appear and all come back") {
+    KVPages kv;
+    kv_pages_init(kv, small_config(), 64, DType::F32, 16);  // 4 blocks
+    REQUIRE(kv.n_blocks == 4);
+    CHECK(kv_blocks_free(kv) == 4);
+    KVSeq a, b;
+    CHECK(kv_seq_grow(kv, a, 1));  // one position: one block
+    CHECK(a.blocks.size() == 1);
+    CHECK(kv_seq_grow(kv, a, 16));  // still fits in it
+    CHECK(a.blocks.size() == 1);
+    CHECK(kv_seq_grow(kv, a, 17));  // one more block
+    CHECK(a.blocks.size() == 2);
+    CHECK(kv_seq_grow(kv, b, 20));
+    CHECK(kv_blocks_free(kv) == 0);
+    // Full: the request is refused and nothing changes, for either sequence.
+    KVSeq c;
+    CHECK_FALSE(kv_seq_grow(kv, c, 1));
+    CHECK(c.blocks.empty());
+    CHECK_FALSE(kv_seq_grow(kv, a, 33));
+    CHECK(a.blocks.size() == 2);
+    CHECK(a.n_pos == 17);
+    // Two sequences never share a block.
+    for (int x : a.blocks)
+        for (int y : b.blocks) CHECK(x != y);
+    // Rows land in the right block: position 16 of a is row 0 of its second block.
+    size_t row = (size_t)kv.kv_dim * kv.elt();
+    CHECK(kv_value(kv, a, 1, 16) == &kv.v[(((size_t)a.blocks[1] * kv.n_layers + 1) * kv.block + 0) * row]);
+    CHECK(kv_key(kv, a, 0, 3) == &kv.k[(((size_t)a.blocks[0] * kv.n_layers + 0) * kv.block + 3) * row]);
+    CHECK_THROWS_AS(kv_key(kv, a, 0, 17), LanternError);  // past what it holds
+    kv_seq_free(kv, a);
+    CHECK(a.blocks.empty());
+    CHECK(kv_blocks_free(kv) == 2);
+    CHECK(kv_seq_grow(kv, c, 32));  // a's blocks serve someone else now
+    kv_seq_free(kv, b);
+    kv_seq_free(kv, c);
+    CHECK(kv_blocks_free(kv) == 4);
+    CHECK_THROWS_AS(kv_pages_init(kv, small_config(), 0, DType::F32), LanternError);
+}
+
+// Sequence i is fed its tokens in chunks; after each chunk the logits of the
+// chunk's last token are compared with the same position's logits from one
+// forward() over the whole sequence alone.
+struct Feed {
+    std::vector<int> tokens;
+    int start_step;  // joins the batch at this step
+    int chunk;       // tokens per step
+};
+
+static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_type) {
+    REQUIRE_MESSAGE(access((std::string(dir) + "/model.safetensors").c_str(), F_OK) == 0, "run `make models` first");
+    Model m;
+    load_model(m, dir);
+    Tokenizer tok;
+    tokenizer_load(tok, dir);
+    kernels_init(set, 0);
+    int V = m.cfg.vocab;
+    std::vector<Feed> feeds = {
+        {tokenizer_encode(tok, "In the beginning God created the heaven and the earth."), 0, 4},
+        {tokenizer_encode(tok, "Hello"), 1, 1},
+        {tokenizer_encode(tok, "And the earth was without form, and void; and darkness was upon the face of the deep."), 2, 7},
+        {tokenizer_encode(tok, "1 2 3 4 5 6 7 8 9 10"), 3, 2},
+    };
+    // Alone: every position's logits from one forward() per sequence.
+    std::vector<std::vector<float>> alone;
+    for (const Feed& f : feeds) {
+        Net net;
+        net_init(net, m, 256, kv_type);
+        const float* l = forward(net, f.tokens.data(), (int)f.tokens.size(), 0, true);
+        alone.emplace_back(l, l + f.tokens.size() * V);
+    }
+    // Together: each step runs every sequence that has joined and has tokens left.
+    Net net;
+    net_init(net, m, 1, kv_type);  // the batch uses only the Net's scratch
+    KVPages pages;
+    kv_pages_init(pages, m.cfg, 512, kv_type, 8);
+    std::vector<KVSeq> kv(feeds.size());
+    std::vector<int> done(feeds.size(), 0);
+    int compared = 0;
+    for (int step = 0; step < 100; step++) {
+        std::vector<BatchSeq> batch;
+        std::vector<int> who;
+        for (size_t i = 0; i < feeds.size(); i++) {
+            int left = (int)feeds[i].tokens.size() - done[i];
+            if (step < feeds[i].start_step || left == 0) continue;
+            BatchSeq s;
+            s.tokens = feeds[i].tokens.data() + done[i];
+            s.T = std::min(feeds[i].chunk, left);
+            s.pos = done[i];
+            s.kv = &kv[i];
+            s.logits = true;
+            batch.push_back(s);
+            who.push_back((int)i);
+        }
+        if (batch.empty()) break;
+        const float* l = forward_batch(net, pages, batch.data(), (int)batch.size());
+        for (size_t j = 0; j < batch.size(); j++) {
+            int i = who[j], last = done[i] + batch[j].T - 1;
+            INFO("sequence " << i << " position " << last << " step " << step);
+            CHECK(std::memcmp(l + j * V, &alone[i][(size_t)last * V], V * sizeof(float)) == 0);
+            compared++;
+            done[i] += batch[j].T;
+        }
+    }
+    for (size_t i = 0; i < feeds.size(); i++) CHECK(done[i] == (int)feeds[i].tokens.size());
+    CHECK(compared > 10);
+    for (KVSeq& s : kv) kv_seq_free(pages, s);
+    CHECK(kv_blocks_free(pages) == pages.n_blocks);
+    kernels_init(KernelSet::Fast, 0);
+}
+
+TEST_CASE("forward_batch: a sequence's logits are bit-identical alone or in a batch (models/tiny)") {
+    check_batch_equals_alone("models/tiny", KernelSet::Fast, DType::F32);
+}
+
+TEST_CASE("forward_batch: bit-identical alone or in a batch (models/mha, bf16 cache, scalar and plain kernels)") {
+    check_batch_equals_alone("models/mha", KernelSet::Fast, DType::BF16);
+    check_batch_equals_alone("models/mha", KernelSet::Scalar, DType::F32);
+    check_batch_equals_alone("models/tiny", KernelSet::Plain, DType::F16);
+}
+
+TEST_CASE("forward_batch: a batch that needs more blocks than are free is refused before it runs") {
+    REQUIRE_MESSAGE(access("models/tiny/model.safetensors", F_OK) == 0, "run `make models` first");
+    Model m;
+    load_model(m, "models/tiny");
+    Net net;
+    net_init(net, m, 1);
+    KVPages pages;
+    kv_pages_init(pages, m.cfg, 16, DType::F32, 8);  // 2 blocks
+    std::vector<int> toks(12, 1);
+    KVSeq a, b;
+    BatchSeq s[2];
+    s[0].tokens = s[1].tokens = toks.data();
+    s[0].T = s[1].T = 12;
+    s[0].kv = &a;
+    s[1].kv = &b;
+    CHECK_THROWS_WITH_AS(forward_batch(net, pages, s, 2), doctest::Contains("needs 4 more blocks, 2 are free"), LanternError);
+    CHECK(a.blocks.empty());
+    CHECK(b.blocks.empty());
+    CHECK(kv_blocks_free(pages) == 2);
+    forward_batch(net, pages, s, 1);  // one fits
+    CHECK(a.n_pos == 12);
+    CHECK(kv_blocks_free(pages) == 0);
+}
+
+// ---------------------------------------------------------------------------
+// The scheduler, driven step by step without a server.
+#include "scheduler.h"
+
+struct SchedFixture {
+    Model m;
+    Tokenizer tok;
+    SchedFixture() {
+        REQUIRE_MESSAGE(access("models/tiny/model.safetensors", F_OK) == 0, "run `make models` first");
+        load_model(m, "models/tiny");
+        tokenizer_load(tok, "models/tiny");
+    }
+};
+static SchedFixture& fixture() {
+    static std::unique_ptr<SchedFixture> f(new SchedFixture);
+    return *f;
+}
+
+struct Outcome {
+    std::string text, streamed, error;
+    Finish finish = Finish::Length;
+    int calls = 0;
+};
+
+static std::shared_ptr<SchedRequest> request(int id, const std::string& prompt, int n, uint32_t seed, float temp,
+                                             Outcome* out, const bool* cancel = nullptr) {
+    auto r = std::make_shared<SchedRequest>();
+    r->id = id;
+    r->prompt = tokenizer_encode(fixture().tok, apply_chat_template({{"user", prompt}}, true));
+    r->gen.n_predict = n;
+    r->gen.sampling.seed = seed;
+    r->gen.sampling.temperature = temp;
+    r->gen.sampling.top_k = 40;
+    r->hooks.on_text = [out](const std::string& piece) { out->streamed += piece; return true; };
+    r->cancelled = [cancel] { return cancel && *cancel; };
+    r->done = [out](GenerateResult& res, const std::string& error, int) {
+        out->text = res.text;
+        out->finish = res.finish;
+        out->error = error;
+        out->calls++;
+    };
+    return r;
+}
+
+static std::string alone(const std::string& prompt, int n, uint32_t seed, float temp) {
+    Net net;
+    net_init(net, fixture().m, 512);
+    Sampler s;
+    SamplerParams sp;
+    sp.seed = seed;
+    sp.temperature = temp;
+    sp.top_k = 40;
+    sampler_init(s, sp);
+    GenerateParams p;
+    p.n_predict = n;
+    return generate(net, fixture().tok, s, tokenizer_encode(fixture().tok, apply_chat_template({{"user", prompt}}, true)), 0, p).text;
+}
+
+TEST_CASE("scheduler: requests that join and leave mid-stream get the text they get alone") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    scheduler_init(s, net, fixture().tok, 3, 16, 16, 512, 0, DType::F32);  // 16 rows a step: prompts take several
+    std::vector<std::string> prompts = {"Hello", "Tell me a long story about the sea and the ships on it", "Why?",
+                                        "Count to ten", "What is the capital of France?"};
+    std::vector<int> lens = {20, 7, 30, 3, 12};
+    std::vector<Outcome> out(prompts.size());
+    CHECK(scheduler_submit(s, request(1, prompts[0], lens[0], 1, 0.0f, &out[0])) == "");
+    CHECK(scheduler_submit(s, request(2, prompts[1], lens[1], 2, 0.9f, &out[1])) == "");
+    int steps = 0, max_busy = 0;
+    for (; steps < 500; steps++) {
+        if (steps == 3) CHECK(scheduler_submit(s, request(3, prompts[2], lens[2], 3, 0.8f, &out[2])) == "");
+        if (steps == 5) CHECK(scheduler_submit(s, request(4, prompts[3], lens[3], 4, 0.0f, &out[3])) == "");
+        if (steps == 6) CHECK(scheduler_submit(s, request(5, prompts[4], lens[4], 5, 1.0f, &out[4])) == "");
+        bool ran = scheduler_step(s);
+        max_busy = std::max(max_busy, scheduler_stats(s).busy);
+        if (!ran && steps > 6) break;
+    }
+    CHECK(max_busy == 3);  // three slots, five requests: some waited
+    for (size_t i = 0; i < prompts.size(); i++) {
+        INFO("request " << i + 1);
+        CHECK(out[i].calls == 1);
+        CHECK(out[i].error == "");
+        CHECK(out[i].streamed == out[i].text);
+        CHECK(out[i].text == alone(prompts[i], lens[i], (uint32_t)i + 1, i == 0 || i == 3 ? 0.0f : i == 1 ? 0.9f : i == 2 ? 0.8f : 1.0f));
+    }
+    SchedStats st = scheduler_stats(s);
+    CHECK(st.blocks_used == 0);  // every block came back
+    CHECK(st.busy == 0);
+    CHECK(st.requests_done == 5);
+    CHECK(kv_blocks_free(s.pages) == s.pages.n_blocks);
+}
+
+TEST_CASE("scheduler: a full queue, a request too large for the pool, one waiting for blocks, a cancelled one") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    // 2 slots, a pool of 64 positions (4 blocks of 16), at most 2 waiting.
+    scheduler_init(s, net, fixture().tok, 2, 64, 2, 512, 64, DType::F32);
+    Outcome big, a, b, c, d;
+    CHECK(scheduler_submit(s, request(1, "Hi", 100, 1, 0, &big)) == "too_large");  // ~20 prompt + 100 > 64
+    CHECK(scheduler_submit(s, request(2, "Hi", 20, 1, 0, &a)) == "");  // the chat prompt + 20: the whole pool
+    scheduler_step(s);  // a joins
+    bool cancel_b = false;
+    CHECK(scheduler_submit(s, request(3, "Hi", 20, 1, 0, &b, &cancel_b)) == "");
+    CHECK(scheduler_submit(s, request(4, "Hi", 3, 1, 0, &c)) == "");
+    CHECK(scheduler_submit(s, request(5, "Hi", 3, 1, 0, &d)) == "queue_full");
+    scheduler_step(s);
+    SchedStats st = scheduler_stats(s);
+    CHECK(st.busy == 1);     // a slot is free, but b would need blocks promised to a: it waits
+    CHECK(st.waiting == 2);
+    cancel_b = true;         // b's client leaves while it waits
+    for (int i = 0; i < 200 && scheduler_step(s); i++) {}
+    CHECK(a.calls == 1);
+    CHECK(a.error == "");
+    CHECK(b.calls == 1);
+    CHECK(b.finish == Finish::Aborted);
+    CHECK(b.text == "");
+    CHECK(c.calls == 1);
+    CHECK(c.text == alone("Hi", 3, 1, 0));
+    CHECK(scheduler_stats(s).blocks_used == 0);
+}
+
+TEST_CASE("scheduler: a client that leaves mid-answer frees its slot and blocks; shutdown ends the rest with 503") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    scheduler_init(s, net, fixture().tok, 2, 32, 4, 512, 0, DType::F32);
+    Outcome a, b, c;
+    bool cancel_a = false;
+    CHECK(scheduler_submit(s, request(1, "Hello there", 200, 1, 0, &a, &cancel_a)) == "");
+    CHECK(scheduler_submit(s, request(2, "Hello there", 200, 2, 0, &b)) == "");
+    CHECK(scheduler_submit(s, request(3, "Hello there", 200, 3, 0, &c)) == "");
+    for (int i = 0; i < 5; i++) scheduler_step(s);  // a and b decode, c waits
+    CHECK(scheduler_stats(s).busy == 2);
+    cancel_a = true;
+    scheduler_step(s);
+    CHECK(a.calls == 1);
+    CHECK(a.finish == Finish::Aborted);
+    CHECK(scheduler_stats(s).busy == 2);  // c took a's slot at once
+    scheduler_stop(s);
+    scheduler_run(s);  // returns at once: everything left ends
+    CHECK(b.calls == 1);
+    CHECK(b.error == "the server is shutting down");
+    CHECK(c.calls == 1);
+    CHECK(c.error == "the server is shutting down");
+    CHECK(scheduler_stats(s).blocks_used == 0);
+    CHECK(scheduler_submit(s, request(4, "Hi", 3, 1, 0, &a)) == "stopping");
+}

@@ -1,0 +1,91 @@
+# tools/bench_serve.py — what continuous batching buys, measured in one run.
+#
+#   python3 tools/bench_serve.py [MODEL] [--threads 2] [--clients 8] [--tokens 64]
+#
+# Starts `./run serve MODEL --parallel 1` (one request at a time) and then
+# `--parallel CLIENTS`, and sends each the same CLIENTS streaming requests at
+# once (greedy, max_tokens TOKENS; the counts are the completion_tokens the
+# server reports, in case a stop token comes first). Prints, for each server: total decode
+# tokens/s over the whole burst, and per client the time to first token and
+# its own tokens/s (median and p90). The two servers run one after the
+# other on the same machine, so other load on it disturbs both.
+import http.client, json, os, re, statistics, subprocess, sys, threading, time
+
+args = sys.argv[1:]
+model = args.pop(0) if args and not args[0].startswith("--") else "models/qwen2.5-0.5b"
+opt = {"--threads": "2", "--clients": "8", "--tokens": "64"}
+while args:
+    k = args.pop(0)
+    if k not in opt or not args:
+        sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N]")
+    opt[k] = args.pop(0)
+threads, clients, tokens = int(opt["--threads"]), int(opt["--clients"]), int(opt["--tokens"])
+
+def start(parallel):
+    log = open("/tmp/bench_serve_%d.log" % os.getpid(), "w+")
+    p = subprocess.Popen(["./run", "serve", model, "--port", "0", "--threads", str(threads), "--parallel", str(parallel),
+                          "--ctx", "512", "--queue", str(clients)], stderr=log)
+    for _ in range(600):
+        log.seek(0)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read())
+        if m:
+            return p, int(m.group(1))
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.kill()
+    log.seek(0)
+    sys.exit("the server did not start:\n" + log.read()[-2000:])
+
+def client(port, i, out):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    body = {"messages": [{"role": "user", "content": "Question %d: tell me a story." % i}], "max_tokens": tokens,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    t0 = time.time()
+    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    first, n = None, 0
+    for line in r:
+        line = line.decode().strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ev = json.loads(line[6:])
+        if ev.get("usage"):
+            n = ev["usage"]["completion_tokens"]
+        elif ev["choices"] and ev["choices"][0].get("delta", {}).get("content") and first is None:
+            first = time.time()
+    end = time.time()
+    out[i] = {"ttft": (first or end) - t0, "n": n, "tps": (n - 1) / (end - first) if first and n > 1 and end > first else 0,
+              "start": t0, "end": end}
+
+def burst(parallel):
+    p, port = start(parallel)
+    try:
+        out = [None] * clients
+        ts = [threading.Thread(target=client, args=(port, i, out)) for i in range(clients)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+    finally:
+        p.terminate()
+        p.wait()
+    total = sum(o["n"] for o in out)
+    span = max(o["end"] for o in out) - min(o["start"] for o in out)
+    return {"total_tps": total / span, "tokens": total, "span": span,
+            "ttft": sorted(o["ttft"] for o in out), "tps": sorted(o["tps"] for o in out)}
+
+def p90(xs):
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+
+print("bench_serve: %s, %d threads, %d streaming clients x %d tokens (greedy); machine: %s, %d cores, load %.1f" %
+      (model, threads, clients, tokens, open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
+       if os.path.exists("/proc/cpuinfo") else "?", os.cpu_count(), os.getloadavg()[0]))
+res = {}
+for parallel in (1, clients):
+    r = burst(parallel)
+    res[parallel] = r
+    print("--parallel %-3d total %6.1f tok/s (%d tokens in %.1f s) | TTFT median %.2f s p90 %.2f s | "
+          "per client median %.1f tok/s p90 %.1f tok/s" % (parallel, r["total_tps"], r["tokens"], r["span"],
+          statistics.median(r["ttft"]), p90(r["ttft"]), statistics.median(r["tps"]), p90(r["tps"])), flush=True)
+print("batching speedup (total decode tok/s, --parallel %d vs 1, same run): %.2fx" %
+      (clients, res[clients]["total_tps"] / res[1]["total_tps"]))
+print("(p90 of per-client tok/s is the 90th percentile value; the machine may be shared: compare the ratio, not the absolute numbers)")
