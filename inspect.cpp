@@ -43,11 +43,11 @@ int cmd_info(int argc, char** argv) {
     load_model(m, o.engine.model);
     const Config& c = m.cfg;
     printf("model      %s\n", m.weights_path.c_str());
-    printf("family     %s; %s head\n", model_family(c).c_str(), m.lm_head.data == m.embed.data ? "tied" : "untied");
     printf("config     hidden %d, intermediate %d, layers %d, heads %d, kv heads %d, head_dim %d\n", c.hidden,
            c.intermediate, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
     printf("           vocab %d, max positions %d, rms_norm_eps %g, rope_theta %g, tied embeddings %s, dtype %s\n",
            c.vocab, c.max_pos, c.eps, c.rope_theta, c.tie_embeddings ? "yes" : "no", c.torch_dtype.c_str());
+    printf("family     %s; %s head\n", model_family(c).c_str(), m.lm_head.data == m.embed.data ? "tied" : "untied");
     if (m.files.size() == 1) printf("file       %zu bytes, header %zu bytes\n\n", m.file_size, m.header_len);
     else {
         for (size_t i = 0; i < m.files.size(); i++) printf("shard %-4zu %s, %zu bytes\n", i + 1, m.files[i].path.c_str(), m.files[i].size);

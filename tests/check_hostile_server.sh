@@ -14,7 +14,7 @@ TMP=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 
-./run "$MODEL" "Hi" -n 12 -t 0 --threads 1 --json >"$TMP/cli.json" 2>/dev/null || { echo "FAIL: ./run --json"; exit 1; }
+./run "$MODEL" "Hi" -n 12 -t 0 --no-gen-config --threads 1 --json >"$TMP/cli.json" 2>/dev/null || { echo "FAIL: ./run --json"; exit 1; }
 expected=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"], end="")' "$TMP/cli.json")
 
 ./run serve "$MODEL" --port 0 --threads 1 --queue 4 2>"$TMP/server.log" &

@@ -61,7 +61,8 @@ def cases(models, quick, hi):
 def greedy_check(binary, model, net, kernels, n=8):
     """8 greedy tokens after a raw prompt: Lantern's ids against argmax of the reference,
     which recomputes the whole sequence at every step (no cache to get wrong)."""
-    cmd = [binary, model, "The quick brown fox", "--raw", "-t", "0", "-n", str(n), "--json", "--kernels", kernels]
+    cmd = [binary, model, "The quick brown fox", "--raw", "-t", "0", "--no-gen-config", "-n", str(n), "--json",
+           "--kernels", kernels]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise SystemExit("lantern failed: %s\n%s" % (" ".join(cmd), r.stderr))
