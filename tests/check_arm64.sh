@@ -54,8 +54,11 @@ $CROSS $flags -o $B/unit_tests_v80 $objs $B/kernels_neon_v80.o $(var "${arm[@]}"
 status=0
 echo "== unit tests, ARMv8.2 + dotprod + fp16 (qemu -cpu max)"
 if "$QEMU" -cpu max $B/unit_tests --no-version 2>&1 | tail -3; then :; else status=1; fi
-echo "== kernel tests, ARMv8.0 NEON without dotprod (qemu -cpu cortex-a53)"
-if "$QEMU" -cpu cortex-a53 $B/unit_tests_v80 --no-version -tc='*matmul*,*Q8_0*,*vec_dot*,*attention*' 2>&1 | tail -3; then :; else status=1; fi
+# Only kernels_neon.cpp is built for ARMv8.0 (its code path without vdotq is
+# chosen at compile time); the other objects keep ARMv8.2's fp16
+# conversions, so the emulated CPU is still one that has them.
+echo "== kernel tests, NEON built for ARMv8.0 (no dotprod), on qemu -cpu max"
+if "$QEMU" -cpu max $B/unit_tests_v80 --no-version -tc='*matmul*,*Q8_0*,*vec_dot*,*attention*' 2>&1 | tail -3; then :; else status=1; fi
 
 echo "== tests/check_fast_vs_plain.sh with the aarch64 ./run"
 RUN="$QEMU -cpu max $B/run" bash tests/check_fast_vs_plain.sh || status=1
