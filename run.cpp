@@ -171,7 +171,9 @@ int cmd_chat(int argc, char** argv) {
     bool interrupted_at_prompt = false;
     for (;;) {
         if (tty) fprintf(stderr, "> ");
-        if (!std::getline(std::cin, line)) {
+        // A Ctrl-C that lands between the prompt and the read counts too
+        // (otherwise the read would wait with the flag already set).
+        if (g_interrupted || !std::getline(std::cin, line)) {
             if (!g_interrupted) break;  // end of input
             // Ctrl-C at the prompt: once says how to leave, twice leaves.
             std::cin.clear();

@@ -67,7 +67,7 @@ saved = open(tmp + "/t.txt", encoding="utf-8", errors="replace").read() if os.pa
 check("/save writes the conversation, the interrupted turn included", "user: Tell me a long story" in saved and "assistant: " in saved,
       out[mark:].decode(errors="replace") + saved[:200])
 mark = len(out)
-os.kill(pid, signal.SIGINT); read_until(b"again", 10)
+os.kill(pid, signal.SIGINT); read_until(b"again", 10); read_until(b"> ", 5); time.sleep(0.3)
 os.kill(pid, signal.SIGINT)
 t0 = time.time(); status = None
 while time.time() - t0 < 20:
