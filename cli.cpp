@@ -141,7 +141,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              char* end = nullptr;
              unsigned long long x = strtoull(v, &end, 10);
              if (!*v || *end || v[0] == '-' || x > 0xffffffffull) fail("--seed: \"%s\" must be an integer in [0, 4294967295]", v);
-             s.seed = (uint32_t)x; }},
+             s.seed = (uint32_t)x;
+             o.seed_given = true; }},
         {"sampling", "--repeat-penalty", "F", num(ds.repeat_penalty), "divide (x if negative) logits of recent tokens; 1 = off", [&](const char* v) {
              s.repeat_penalty = parse_float_arg("--repeat-penalty", v, 0, 100);
              if (s.repeat_penalty <= 0) fail("--repeat-penalty: \"%s\" must be greater than 0", v); }},

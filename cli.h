@@ -17,6 +17,7 @@ struct Options {
     // sampling and generation
     GenerateParams gen;
     bool gen_config = true;  // start from the model's generation_config.json (--no-gen-config: don't)
+    bool seed_given = false; // -s/--seed was on the command line (serve: else a fresh seed per request)
     std::string prompt;      // -p, or the last positional word
     std::string system;      // --system
     bool raw = false;        // --raw: no chat template

@@ -114,6 +114,7 @@ struct Server : Engine {
     Scheduler sched;
     std::vector<int> stop_ids;  // stop_token_ids: not part of an answer's logprobs
     std::string model_id;  // what /v1/models lists and answers carry
+    RequestDefaults defaults;  // what a request's missing fields become (serve's flags over generation_config.json)
     int n_ctx = 0;         // most positions of one sequence, fixed at start: handlers read this one
     long started = 0;
     std::atomic<int> next_id{0};
@@ -123,7 +124,7 @@ struct Server : Engine {
 // waits in the queue and before a stream's "200 OK" goes out: the body by
 // server_request.cpp, then the prompt's length in tokens.
 static std::shared_ptr<Job> parse_request(const Server& e, const std::string& body, bool chat) {
-    GenerationRequest r = parse_generation_request(body, chat, std::random_device()());
+    GenerationRequest r = parse_generation_request(body, chat, e.defaults, std::random_device()());
     auto job = std::make_shared<Job>();
     job->chat = r.chat;
     job->stream = r.stream;
@@ -765,6 +766,15 @@ int cmd_serve(int argc, char** argv) {
     scheduler_init(e.sched, e.net, e.tok, o.parallel, o.batch_tokens, o.queue_limit, e.n_ctx, o.kv_tokens, o.engine.kv_type);
     e.stop_ids = stop_token_ids(e.tok, e.model.cfg);
     e.model_id = e.model.dir;
+    // A request may name the model by its id or by the folder's (or file's)
+    // own name: "models/tiny" or "tiny".
+    e.defaults.gen = o.gen;
+    e.defaults.fixed_seed = o.seed_given;
+    e.defaults.models = {e.model_id};
+    std::string base = e.model_id;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    base = base.substr(base.find_last_of('/') + 1);
+    if (base != e.model_id) e.defaults.models.push_back(base);
     e.started = (long)time(nullptr);
 
     HardenedServer svr;

@@ -3,6 +3,7 @@
 // range-checked access every JSON input gets); its JsonError becomes a 400
 // whose "param" is the field.
 #include "server_request.h"
+#include <algorithm>
 #include "json_read.h"
 #include "tokenizer.h"
 
@@ -61,19 +62,23 @@ static std::string completion_prompt(const json& b) {
 }
 
 // The sampling fields map one to one onto the command line's flags, so the
-// same settings and seed give the same text. Defaults are the OpenAI API's:
-// temperature 1, top_p 1, no top-k, a fresh random seed per request.
-static void read_generation_fields(const json& b, GenerationRequest& r, uint32_t seed) {
+// same settings and seed give the same text. A field left out takes the
+// server's default (RequestDefaults); `repeat_penalty` and `top_k` are not
+// OpenAI's but llama.cpp's server's, as the CLI has them.
+static void read_generation_fields(const json& b, GenerationRequest& r, const RequestDefaults& d, uint32_t fresh_seed) {
+    r.gen.sampling = d.gen.sampling;
     SamplerParams& s = r.gen.sampling;
-    s.temperature = (float)json_number(b, "temperature", 1.0, 0, 2, "");
-    s.top_p = (float)json_number(b, "top_p", 1.0, 0, 1, "");
+    s.temperature = (float)json_number(b, "temperature", s.temperature, 0, 2, "");
+    s.top_p = (float)json_number(b, "top_p", s.top_p, 0, 1, "");
     if (s.top_p == 0) bad_request("top_p", "invalid_value", "\"top_p\" must be in (0, 1], not 0");
-    s.top_k = (int)json_int(b, "top_k", 0, 0, 1 << 30, "");  // not OpenAI's; llama.cpp's and the CLI's
-    s.frequency_penalty = (float)json_number(b, "frequency_penalty", 0, -2, 2, "");
-    s.presence_penalty = (float)json_number(b, "presence_penalty", 0, -2, 2, "");
-    s.seed = (uint32_t)json_int(b, "seed", seed, 0, 4294967295LL, "");
+    s.top_k = (int)json_int(b, "top_k", s.top_k, 0, 1 << 30, "");
+    s.frequency_penalty = (float)json_number(b, "frequency_penalty", s.frequency_penalty, -2, 2, "");
+    s.presence_penalty = (float)json_number(b, "presence_penalty", s.presence_penalty, -2, 2, "");
+    s.repeat_penalty = (float)json_number(b, "repeat_penalty", s.repeat_penalty, 0, 100, "");
+    if (s.repeat_penalty == 0) bad_request("repeat_penalty", "invalid_value", "\"repeat_penalty\" must be greater than 0");
+    s.seed = (uint32_t)json_int(b, "seed", d.fixed_seed ? s.seed : fresh_seed, 0, 4294967295LL, "");
     const char* max_name = json_has(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    r.gen.n_predict = (int)json_int(b, max_name, DEFAULT_MAX_TOKENS, 1, 1 << 30, "");
+    r.gen.n_predict = (int)json_int(b, max_name, d.gen.n_predict, 1, 1 << 30, "");
     json_int(b, "n", 1, 1, 1, "");  // one answer per request
     // "stop": one string or a list of up to 4. The type is checked before
     // anything is copied: a list nested 100,000 deep used to be copied
@@ -106,7 +111,18 @@ static void read_generation_fields(const json& b, GenerationRequest& r, uint32_t
     }
 }
 
-GenerationRequest parse_generation_request(const std::string& body, bool chat, uint32_t seed) {
+// "model": a name this server has, as OpenAI answers a model it does not
+// have: 404, code model_not_found. Leaving it out means the loaded one.
+static void check_model(const json& b, const RequestDefaults& d) {
+    if (!json_has(b, "model")) return;
+    std::string m = json_str(b, "model", "", "");
+    if (d.models.empty() || std::find(d.models.begin(), d.models.end(), m) != d.models.end()) return;
+    throw ApiError{404, "the model '" + m + "' does not exist; this server has '" + d.models[0] + "' (GET /v1/models)",
+                   "model", "model_not_found"};
+}
+
+GenerationRequest parse_generation_request(const std::string& body, bool chat, const RequestDefaults& d,
+                                           uint32_t fresh_seed) {
     json b;
     try {
         b = json_parse(body, "");
@@ -117,8 +133,9 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, u
     GenerationRequest r;
     r.chat = chat;
     try {
+        check_model(b, d);
         r.prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
-        read_generation_fields(b, r, seed);
+        read_generation_fields(b, r, d, fresh_seed);
     } catch (const JsonError& ex) {  // json_read.h names the field and says what is wrong
         bad_request(ex.key, ex.code, ex.what());
     } catch (const json::exception& ex) {  // a type the checks above missed

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include "generate.h"
 
 // An answer that is not an answer: a 4xx or 5xx status and OpenAI's error
@@ -23,10 +24,21 @@ struct GenerationRequest {
     int top_logprobs = -1;             // -1: no logprobs; else alternatives per token (0-5)
 };
 
-const int DEFAULT_MAX_TOKENS = 256;  // like the command line's -n
+// What a field the body leaves out becomes: the server's own command line,
+// read like the CLI's (the model's generation_config.json, then the sampling
+// flags on top), so `./run serve -t 0` answers greedily unless a request
+// asks otherwise, and a request without settings gets what `./run` would.
+struct RequestDefaults {
+    GenerateParams gen;
+    bool fixed_seed = false;          // serve --seed: the seed of requests without one (else a fresh one each)
+    std::vector<std::string> models;  // what "model" may name; empty: anything
+};
 
 // Reads the body of POST /v1/chat/completions (chat) or /v1/completions.
-// `seed` is used when the body has none. Anything wrong throws ApiError 400
-// naming the field ("param") and the problem ("code": invalid_json,
-// invalid_type, invalid_value, missing_required_parameter, ...).
-GenerationRequest parse_generation_request(const std::string& body, bool chat, uint32_t seed);
+// `fresh_seed` is used when neither the body nor the defaults fix a seed.
+// Anything wrong throws ApiError naming the field ("param") and the problem
+// ("code"): 400 invalid_json, invalid_type, invalid_value,
+// missing_required_parameter, ...; 404 model_not_found for a model this
+// server does not have.
+GenerationRequest parse_generation_request(const std::string& body, bool chat, const RequestDefaults& d,
+                                           uint32_t fresh_seed);

@@ -17,7 +17,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' E
 ./run "$MODEL" "Hi" -n 12 -t 0 --no-gen-config --threads 1 --json >"$TMP/cli.json" 2>/dev/null || { echo "FAIL: ./run --json"; exit 1; }
 expected=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"], end="")' "$TMP/cli.json")
 
-./run serve "$MODEL" --port 0 --threads 1 --queue 4 2>"$TMP/server.log" &
+./run serve "$MODEL" --port 0 --threads 1 --queue 4 --no-gen-config 2>"$TMP/server.log" &
 pid=$!
 port=""
 for _ in $(seq 1 300); do

@@ -3,7 +3,9 @@
 #
 #   1. the official OpenAI client (npm `openai`): chat completion, streamed
 #      and not, equal to `./run`'s text for the same settings and seed
-#   2. curl on the raw endpoints: /health, /v1/models, /v1/completions, SSE
+#   2. curl on the raw endpoints: /health, /v1/models, /v1/completions, SSE;
+#      a request without settings gets the server's defaults (the model's
+#      generation_config.json under serve's own sampling flags), as ./run
 #   3. curl on bad requests: each gets an OpenAI-style JSON error, 4xx
 #   4. eight clients at once, two that hang up mid-stream, a malformed body
 #   5. a full queue answers 503; a client that leaves stops its generation;
@@ -48,7 +50,9 @@ start_server() {
 post() { curl -s --max-time 60 -o "$TMP/body" -w '%{http_code}' "$URL$1" -H 'Content-Type: application/json' --data-binary "$2"; }
 json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
 
-start_server main
+# The main server leaves generation_config.json out, so that a request
+# with OpenAI's fields compares with ./run --no-gen-config.
+start_server main --no-gen-config
 echo "server at $URL"
 
 # 1. The OpenAI client against the CLI.
@@ -88,6 +92,26 @@ assert text == json.load(open(sys.argv[2]))["choices"][0]["message"]["content"],
 print("ok   curl -N: data: events (role, %d with text, finish), then data: [DONE]; same text as unstreamed" % (len(chunks) - 2))
 PY
 
+# A second server with the model's generation_config.json (temperature 0.7,
+# top-k 20, top-p 0.8, repetition penalty 1.1) and two flags over it: a
+# request that names no setting is answered as `./run` answers with the
+# same flags; one that names them gets its own. "model" may be the folder's
+# name alone.
+MAIN_URL=$URL
+start_server defaults -k 5 -s 11
+./run "$MODEL" "Hi" -k 5 -s 11 -n 12 --threads 1 --json >"$TMP/dflt.json" 2>/dev/null || fail "./run -k 5 -s 11 failed"
+code=$(post /v1/chat/completions '{"model": "tiny", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12}')
+[ "$code" = 200 ] || fail "defaults server: HTTP $code: $(head -c 300 "$TMP/body")"
+[ "$(json_field "$TMP/body" 'd["choices"][0]["message"]["content"]')" = "$(json_field "$TMP/dflt.json" 'd["text"]')" ] ||
+    fail "a request without settings differs from ./run -k 5 -s 11 (generation_config.json applied by both)"
+ok "a request without settings = ./run with serve's flags over generation_config.json"
+./run "$MODEL" "Hi" -t 0 --no-gen-config -n 12 --threads 1 --json >"$TMP/greedy.json" 2>/dev/null || fail "./run -t 0 failed"
+code=$(post /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12, "temperature": 0, "repeat_penalty": 1}')
+[ "$code" = 200 ] && [ "$(json_field "$TMP/body" 'd["choices"][0]["message"]["content"]')" = "$(json_field "$TMP/greedy.json" 'd["text"]')" ] ||
+    fail "temperature 0 and repeat_penalty 1 in the request did not override the defaults"
+ok "the request's own fields win over the defaults"
+URL=$MAIN_URL
+
 # 3. Bad requests: status, error.param, error.code. Tab separated.
 long=$(python3 -c 'print("word " * 5000)')
 printf '%s' "{\"messages\": [{\"role\": \"user\", \"content\": \"$long\"}]}" >"$TMP/long.json"
@@ -122,6 +146,8 @@ $CHAT	{$HI, "seed": -1}	400	seed	invalid_value
 $CHAT	{$HI, "stop": 5}	400	stop	invalid_type
 $CHAT	{$HI, "stream": "yes"}	400	stream	invalid_type
 $CHAT	{$HI, "n": 2}	400	n	invalid_value
+$CHAT	{"model": "gpt-4o", $HI}	404	model	model_not_found
+$CHAT	{"model": 7, $HI}	400	model	invalid_type
 $CHAT	@$TMP/long.json	400	messages	context_length_exceeded
 /v1/completions	{"max_tokens": 5}	400	prompt	missing_required_parameter
 /v1/completions	@$TMP/huge.json	413	None	request_too_large

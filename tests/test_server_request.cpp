@@ -8,10 +8,17 @@
 
 static const char* HI = "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]";
 
+// A server started with no flags and no generation_config.json.
+static const RequestDefaults PLAIN;
+
+static GenerationRequest parse(const std::string& body, bool chat, const RequestDefaults& d = PLAIN) {
+    return parse_generation_request(body, chat, d, 7);
+}
+
 // The error a body gets, as "param code" ("" when it parses).
 static std::string error_of(const std::string& body, bool chat = true) {
     try {
-        parse_generation_request(body, chat, 7);
+        parse(body, chat);
     } catch (const ApiError& e) {
         CHECK(e.status == 400);
         CHECK(!e.message.empty());
@@ -21,8 +28,8 @@ static std::string error_of(const std::string& body, bool chat = true) {
 }
 
 TEST_CASE("server request: a good body becomes the prompt and the settings") {
-    GenerationRequest r = parse_generation_request(std::string("{") + HI +
-        ", \"temperature\": 0.5, \"top_k\": 3, \"max_tokens\": 9, \"stop\": [\"x\", \"yz\"], \"stream\": true}", true, 7);
+    GenerationRequest r = parse(std::string("{") + HI +
+        ", \"temperature\": 0.5, \"top_k\": 3, \"max_tokens\": 9, \"stop\": [\"x\", \"yz\"], \"stream\": true}", true);
     CHECK(r.chat);
     CHECK(r.stream);
     CHECK(r.prompt_text.find("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") != std::string::npos);
@@ -31,10 +38,10 @@ TEST_CASE("server request: a good body becomes the prompt and the settings") {
     CHECK(r.gen.sampling.seed == 7);  // none in the body: the caller's
     CHECK(r.gen.n_predict == 9);
     CHECK(r.gen.stop_strings == std::vector<std::string>{"x", "yz"});
-    GenerationRequest c = parse_generation_request("{\"prompt\": \"abc\", \"seed\": 4294967295, \"stop\": \"q\"}", false, 7);
+    GenerationRequest c = parse("{\"prompt\": \"abc\", \"seed\": 4294967295, \"stop\": \"q\"}", false);
     CHECK(c.prompt_text == "abc");
     CHECK(c.gen.sampling.seed == 4294967295u);
-    CHECK(c.gen.n_predict == DEFAULT_MAX_TOKENS);
+    CHECK(c.gen.n_predict == GenerateParams().n_predict);
     CHECK(c.gen.stop_strings == std::vector<std::string>{"q"});
 }
 
@@ -68,4 +75,56 @@ TEST_CASE("server request: deeply nested JSON is refused, not recursed into") {
     CHECK(error_of(deep) == " invalid_json");
     std::string ok_depth = std::string(10, '[') + std::string(10, ']');  // nested, but shallow: a type error
     CHECK(error_of(std::string("{") + HI + ", \"stop\": " + ok_depth + "}") == "stop invalid_type");
+}
+
+// What `./run serve -t 0.3 -k 7 -s 99` over a generation_config.json with
+// repetition_penalty 1.1 and top_p 0.8 gives a request that names none of
+// them; a field in the body still wins.
+TEST_CASE("server request: missing fields take the server's defaults") {
+    RequestDefaults d;
+    d.gen.sampling.temperature = 0.3f;
+    d.gen.sampling.top_k = 7;
+    d.gen.sampling.top_p = 0.8f;
+    d.gen.sampling.repeat_penalty = 1.1f;
+    d.gen.sampling.seed = 99;
+    d.gen.n_predict = 33;
+    GenerationRequest r = parse(std::string("{") + HI + "}", true, d);
+    CHECK(r.gen.sampling.temperature == 0.3f);
+    CHECK(r.gen.sampling.top_k == 7);
+    CHECK(r.gen.sampling.top_p == 0.8f);
+    CHECK(r.gen.sampling.repeat_penalty == 1.1f);
+    CHECK(r.gen.sampling.seed == 7);  // no --seed: the fresh one
+    CHECK(r.gen.n_predict == 33);
+    d.fixed_seed = true;
+    r = parse(std::string("{") + HI + ", \"temperature\": 0, \"repeat_penalty\": 1, \"top_p\": 1}", true, d);
+    CHECK(r.gen.sampling.temperature == 0.0f);
+    CHECK(r.gen.sampling.repeat_penalty == 1.0f);
+    CHECK(r.gen.sampling.top_p == 1.0f);
+    CHECK(r.gen.sampling.seed == 99);  // --seed given: every request without one uses it
+    CHECK(error_of(std::string("{") + HI + ", \"repeat_penalty\": 0}") == "repeat_penalty invalid_value");
+}
+
+// OpenAI answers a model it does not have with 404 model_not_found.
+TEST_CASE("server request: the model field names the loaded model or gets 404") {
+    RequestDefaults d;
+    d.models = {"models/tiny", "tiny"};
+    CHECK(parse(std::string("{\"model\": \"models/tiny\", ") + HI + "}", true, d).chat);
+    CHECK(parse(std::string("{\"model\": \"tiny\", ") + HI + "}", true, d).chat);
+    CHECK(parse(std::string("{") + HI + "}", true, d).chat);  // no model: the loaded one
+    try {
+        parse(std::string("{\"model\": \"gpt-4o\", ") + HI + "}", true, d);
+        FAIL("an unknown model was accepted");
+    } catch (const ApiError& e) {
+        CHECK(e.status == 404);
+        CHECK(e.param == "model");
+        CHECK(e.code == "model_not_found");
+        CHECK(e.message.find("gpt-4o") != std::string::npos);
+    }
+    try {
+        parse(std::string("{\"model\": 5, ") + HI + "}", true, d);
+        FAIL("a number was taken as a model name");
+    } catch (const ApiError& e) {
+        CHECK(e.status == 400);
+        CHECK(e.param + " " + e.code == "model invalid_type");
+    }
 }

@@ -22,10 +22,10 @@ function check(ok, what, detail) {
     console.log(`ok   ${what}`);
 }
 
+let modelId = '';  // what /v1/models lists, read first
 const requests = [];
 for (let i = 0; i < 8; i++) {
     requests.push({
-        model: 'lantern',
         messages: [{ role: 'user', content: `Question number ${i}` }],
         max_tokens: 12,
         temperature: 0.9,
@@ -52,7 +52,7 @@ async function ask(req) {
 // of the loop closes the connection while the server is still generating.
 async function hang_up() {
     const s = await client.chat.completions.create({
-        model: 'lantern', messages: [{ role: 'user', content: 'a long answer please' }],
+        model: modelId, messages: [{ role: 'user', content: 'a long answer please' }],
         max_tokens: 400, temperature: 1, seed: 1, stream: true,
     });
     for await (const chunk of s) {
@@ -70,6 +70,8 @@ async function malformed() {
 }
 
 async function main() {
+    modelId = (await client.models.list()).data[0].id;
+    for (const r of requests) r.model = modelId;
     const alone = [];
     for (const r of requests) alone.push(await ask(r));
     check(alone.every((t) => t.length > 0), 'eight requests answered one by one');

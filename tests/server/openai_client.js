@@ -25,7 +25,7 @@ function check(ok, what, detail) {
 
 // The CLI's settings, written out (its defaults differ from the API's).
 const request = {
-    model: 'lantern',
+    model: '',  // the id /v1/models gives
     messages: [{ role: 'user', content: 'Hi' }],
     max_tokens: 20,
     temperature: 0.8,
@@ -38,6 +38,19 @@ async function main() {
     const models = await client.models.list();
     check(models.data.length === 1 && typeof models.data[0].id === 'string', 'models.list() lists one model',
           JSON.stringify(models.data));
+    request.model = models.data[0].id;
+
+    // A model the server does not have: 404 with OpenAI's error object,
+    // which the client raises as NotFoundError.
+    let missing = null;
+    try {
+        await client.chat.completions.create({ ...request, model: 'gpt-4o' });
+    } catch (e) {
+        missing = e;
+    }
+    check(missing instanceof OpenAI.NotFoundError && missing.status === 404 && missing.code === 'model_not_found' &&
+          missing.param === 'model', 'an unknown model: NotFoundError, 404, code model_not_found',
+          missing && JSON.stringify({ status: missing.status, code: missing.code, message: missing.message }));
 
     const answer = await client.chat.completions.create(request);
     const text = answer.choices[0].message.content;
@@ -71,7 +84,7 @@ async function main() {
     check(stopped.choices[0].message.content === want && stopped.choices[0].finish_reason === 'stop',
           `stop: ${JSON.stringify(cut)} cuts the text there, finish_reason "stop"`, JSON.stringify(stopped.choices[0]));
 
-    const completion = await client.completions.create({ model: 'lantern', prompt: 'In the beginning', max_tokens: 5, temperature: 0 });
+    const completion = await client.completions.create({ model: request.model, prompt: 'In the beginning', max_tokens: 5, temperature: 0 });
     check(completion.object === 'text_completion' && typeof completion.choices[0].text === 'string' &&
           completion.usage.completion_tokens === 5, 'completions.create (raw prompt) answers', JSON.stringify(completion));
 
