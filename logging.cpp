@@ -27,6 +27,14 @@ static bool use_colour() {
     return c && !g_log_file;
 }
 
+static bool g_text_mid_line = false;  // stdout's last byte was not a newline
+
+void write_text(const std::string& piece) {
+    fwrite(piece.data(), 1, piece.size(), stdout);
+    fflush(stdout);
+    if (!piece.empty()) g_text_mid_line = piece.back() != '\n';
+}
+
 void log_line(LogLevel level, LogCat cat, int indent, const char* fmt, ...) {
     static const char* colour[] = {"\033[31m", "\033[33m", "", "\033[36m", "\033[90m"};
     char msg[4096];
@@ -35,6 +43,11 @@ void log_line(LogLevel level, LogCat cat, int indent, const char* fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     bool col = use_colour() && colour[level][0];
+    static const bool shared_terminal = isatty(1) && isatty(2);
+    if (g_text_mid_line && shared_terminal && !g_log_file) {
+        fputc('\n', stderr);
+        g_text_mid_line = false;
+    }
     fprintf(g_log_file ? g_log_file : stderr, "%s[%s %-4s] %*s%s%s\n", col ? colour[level] : "", level_tag[level],
             cat_tag[cat], indent * 2, "", msg, col ? "\033[0m" : "");
 }

@@ -27,6 +27,12 @@ extern FILE* g_log_file;   // where log lines go; nullptr means stderr (tests po
 
 void log_line(LogLevel level, LogCat cat, int indent, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
 
+// The generated text, streamed to stdout piece by piece. On a terminal the
+// text and the log share the screen: when the text stops mid-line, the next
+// log line first ends that line, so every log line starts at the left edge.
+// (Piped, stdout stays exactly the text and the log is left alone.)
+void write_text(const std::string& piece);
+
 #define LOG_AT(level, cat, indent, ...) \
     do { if (g_log_level >= (level)) log_line((level), (cat), (indent), __VA_ARGS__); } while (0)
 #define LOGE(cat, ...) LOG_AT(LOG_ERROR, cat, 0, __VA_ARGS__)

@@ -72,8 +72,7 @@ int cmd_generate(int argc, char** argv) {
     sampler_init(sampler, o.gen.sampling);
     GenerateHooks hooks;
     if (!o.json) hooks.on_text = [](const std::string& piece) {
-        fwrite(piece.data(), 1, piece.size(), stdout);
-        fflush(stdout);
+        write_text(piece);
         return true;
     };
     if (trace_recording()) hooks.on_token = trace_token;  // top-5 of every token, only when recorded
@@ -81,7 +80,7 @@ int cmd_generate(int argc, char** argv) {
     GenerateResult r = generate(s.net, s.tok, sampler, ids, 0, o.gen, hooks);
     trace_span("generate", t0);
     if (o.json) print_json(r);
-    else if (isatty(1)) printf("\n");  // a terminal's prompt should not start mid-line
+    else if (isatty(1)) write_text("\n");  // a terminal's prompt should not start mid-line
     else if (g_log_level >= LOG_INFO && !r.text.empty() && r.text.back() != '\n')
         fputc('\n', stderr);  // stdout stays the exact text; the log starts on a line of its own
     print_summary(r);
@@ -162,8 +161,7 @@ int cmd_chat(int argc, char** argv) {
     if (!verbose && g_log_level > LOG_WARN) g_log_level = LOG_WARN;
     GenerateHooks hooks;
     hooks.on_text = [](const std::string& piece) {
-        fwrite(piece.data(), 1, piece.size(), stdout);
-        fflush(stdout);
+        write_text(piece);
         return !g_interrupted;  // Ctrl-C: stop this reply, keep the conversation
     };
     catch_ctrl_c();
@@ -238,8 +236,7 @@ int cmd_chat(int argc, char** argv) {
                         s.net.n_past, s.net.kv.n_ctx);
             continue;
         }
-        printf("\n");
-        fflush(stdout);
+        write_text("\n");
         if (g_interrupted) {
             g_interrupted = false;
             fprintf(stderr, "(stopped)\n");

@@ -59,5 +59,23 @@ cols = {width(l[:l.rindex(' "')]) for l in lines}
 assert len(lines) >= 2 and len(cols) == 1, (lines, cols)
 PY
 check "encode --pieces aligns the third column by display width" $?
+# -v on a terminal: the streamed text and the log share the screen, and a
+# log line that follows text stopped mid-line starts on a line of its own.
+# `script` gives the run a pseudo-terminal for both stdout and stderr.
+if command -v script >/dev/null; then
+    script -qec "./run models/tiny Hi -n 12 -v --threads 1 -s 3 --no-gen-config -t 1" /dev/null >"$T/tty" 2>&1
+    python3 - "$T/tty" <<'PY'
+import re, sys
+raw = re.sub(rb"\x1b\[[0-9;]*m", b"", open(sys.argv[1], "rb").read()).decode("utf-8", "replace")
+lines = raw.replace("\r\n", "\n").split("\n")
+tags = re.compile(r"\[[EWIDT] (load|tok |fwd |attn|samp|key |http)\]")
+mid = [l for l in lines if tags.search(l) and not tags.match(l)]
+assert sum(1 for l in lines if tags.match(l)) > 20, "too few log lines: " + raw[:300]
+assert not mid, "log lines that start mid-line: %r" % mid[:3]
+PY
+    check "-v on a terminal: every log line starts at the left edge" $?
+else
+    echo "skip  -v on a terminal (no script command)"
+fi
 echo "$failed failed"
 [ $failed = 0 ]
