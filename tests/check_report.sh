@@ -6,8 +6,10 @@
 # the end without a JavaScript error: the script writes "REPORT_OK ..." into
 # the page, and window.onerror writes "REPORT_ERROR ..." instead. To show
 # that this check can fail, a copy of the page with a planted error must be
-# caught. Last, a screenshot goes to build/report.png (1280x2400) for a
-# person to look at.
+# caught. Then a 500-token run's page must fit a 1,280-pixel window: the
+# token stream wraps, the page never scrolls sideways (a planted wide element
+# must be caught). Last, a screenshot goes to build/report.png (1280x2400)
+# for a person to look at.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,6 +55,34 @@ case "$planted" in
     REPORT_ERROR*) ;;
     *) echo "FAIL: a page with a JavaScript error was not caught"; exit 1 ;;
 esac
+
+echo "== a 500-token run fits the window"
+./run models/tiny "Why is the sky blue?" -n 500 -t 1 -s 1 --no-gen-config --report "$out/long.html" \
+    >/dev/null 2>"$out/long.txt" || { cat "$out/long.txt"; exit 1; }
+grep -q "generated 500 tokens" "$out/long.txt" || { echo "FAIL: the long run did not make 500 tokens"; exit 1; }
+# page_width PAGE: "scrollWidth clientWidth" of the page at 1280x900, read
+# by a script added to a copy of it.
+page_width() {
+    /usr/bin/python3 - "$1" "$1.w.html" <<'PY'
+import sys
+t = open(sys.argv[1], encoding="utf-8").read()
+probe = ('<script>window.addEventListener("load", function () { var d = document.createElement("div");'
+         ' d.id = "width-status"; d.textContent = document.documentElement.scrollWidth + " " +'
+         ' document.documentElement.clientWidth; document.body.appendChild(d); });</script>')
+i = t.find("<head>")
+open(sys.argv[2], "w", encoding="utf-8").write(t[:i + 6] + probe + t[i + 6:])
+PY
+    browser --window-size=1280,900 --virtual-time-budget=3000 --dump-dom "file://$PWD/$1.w.html" 2>/dev/null |
+        grep -o 'id="width-status">[^<]*' | sed 's/.*>//' || true
+}
+wide_enough() { [ -n "$1" ] && [ "${1% *}" -le "$((${1#* } + 1))" ]; }
+w=$(page_width "$out/long.html")
+echo "500 tokens: page ${w% *} px wide in a ${w#* } px window"
+wide_enough "$w" || { echo "FAIL: the page scrolls sideways (or did not load): '$w'"; exit 1; }
+sed 's|</body>|<div style="width: 3000px">planted</div></body>|' "$out/long.html" >"$out/wide.html"
+w=$(page_width "$out/wide.html")
+echo "planted 3000 px element: page ${w% *} px wide"
+wide_enough "$w" && { echo "FAIL: a page wider than the window was not caught"; exit 1; }
 
 echo "== screenshot"
 rm -f build/report.png
