@@ -687,6 +687,12 @@ static void route(httplib::Server& svr, Server& e) {
         json m = {{"id", e.model_id}, {"object", "model"}, {"created", e.started}, {"owned_by", "lantern"}};
         res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
     });
+    // The page to watch it: a chat with each token shaded by its
+    // probability, and the scheduler live (serve_page.html, built in).
+    static const char page[] =
+#include "serve_page.inc"
+        ;
+    svr.Get("/", [](const Request&, Response& res) { res.set_content(page, "text/html; charset=utf-8"); });
     svr.Get("/health", [&e](const Request&, Response& res) {
         SchedStats st = scheduler_stats(e.sched);
         res.set_content(dump(json{{"status", "ok"}, {"model", e.model_id}, {"waiting", st.waiting},
