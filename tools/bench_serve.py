@@ -96,7 +96,7 @@ def llama_batched(prompt_tokens):
                           "-npp", str(prompt_tokens), "-ntg", str(tokens), "-npl", "1,%d" % clients],
                          capture_output=True, text=True)
     tg = {}  # sequences -> decode tok/s (S_TG: generated tokens of all sequences / decode time)
-    for line in out.stdout.splitlines():
+    for line in (out.stdout + out.stderr).splitlines():  # the table: | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cols) >= 8 and cols[2].isdigit():
             tg[int(cols[2])] = float(cols[7])
