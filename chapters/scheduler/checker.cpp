@@ -90,22 +90,28 @@ int main() {
     Model m;
     Tokenizer tok;
     if (load_tiny(real, m, tok)) {
-        int runs[][3] = {{1, 3, 2}, {2, 4, 4}, {3, 8, 6}, {4, 5, 7}};  // slots, --batch-tokens, requests
+        // slots, --batch-tokens, requests, a beginning all prompts share (its
+        // whole 16-token blocks are reused from the cache: such a request
+        // joins with part of its prompt already read)
+        int runs[][4] = {{1, 3, 2, 0}, {2, 4, 4, 0}, {3, 8, 6, 0}, {4, 5, 7, 0}, {2, 6, 5, 33}};
+        std::vector<int> common;
+        for (int t = 0; t < 33; t++) common.push_back(rand_int(100, 5000));
         for (auto& run : runs) {
             Net net;
             net_init(net, m, 64);
             Scheduler s;
             scheduler_init(s, net, tok, run[0], run[1], 100, 64, 0, DType::F32);
-            std::vector<SlotView> joined;  // this step's joins (prefilled holds the slot's index)
+            std::vector<std::pair<int, SlotView>> joined;  // this step's joins: slot, state
             for (int i = 1; i <= run[2]; i++) {
                 auto r = std::make_shared<SchedRequest>();
                 r->id = i;
+                r->prompt.assign(common.begin(), common.begin() + run[3]);
                 for (int t = rand_int(1, 20); t > 0; t--) r->prompt.push_back(rand_int(100, 5000));
                 r->gen.n_predict = rand_int(1, 4);
                 r->on_start = [&s, &joined, i] {
                     for (size_t k = 0; k < s.slots.size(); k++)
                         if (s.slots[k].req && s.slots[k].req->id == i)
-                            joined.push_back({true, i, (int)s.slots[k].req->prompt.size(), (int)k, false});
+                            joined.push_back({(int)k, {true, i, (int)s.slots[k].req->prompt.size(), s.slots[k].prefilled, false}});
                 };
                 scheduler_submit(s, r);
             }
@@ -121,12 +127,9 @@ int main() {
                     }
                 joined.clear();
                 if (!scheduler_step(s)) break;
-                real.start(fmt("%d slots, --batch-tokens %d, %d requests: step %d", run[0], run[1], run[2], step));
-                for (SlotView j : joined) {  // they joined at the start of the step, before its batch was built
-                    int k = j.prefilled;
-                    j.prefilled = 0;
-                    view[k] = j;
-                }
+                real.start(fmt("%d slots, --batch-tokens %d, %d requests%s: step %d", run[0], run[1], run[2],
+                               run[3] ? fmt(" sharing their first %d tokens", run[3]).c_str() : "", step));
+                for (auto& [k, v] : joined) view[k] = v;  // they joined at the start of the step, before its batch
                 std::vector<int> did(n, 0), yours(n, 0);  // rows per slot: the scheduler's, the student's
                 for (int k = 0; k < n; k++) {
                     if (!view[k].busy) continue;
