@@ -130,10 +130,13 @@ static void read_number(Cursor& c, uint32_t t, double& d, int64_t& i, const char
         case GGUF_I32: i = c.get<int32_t>(what); break;
         case GGUF_U64: i = (int64_t)c.get<uint64_t>(what); break;
         case GGUF_I64: i = c.get<int64_t>(what); break;
-        case GGUF_F32: d = c.get<float>(what); i = (int64_t)d; return;
-        case GGUF_F64: d = c.get<double>(what); i = (int64_t)d; return;
+        case GGUF_F32: d = c.get<float>(what); break;
+        case GGUF_F64: d = c.get<double>(what); break;
     }
-    d = (double)i;
+    // A float's integer part only where it has one (converting 1e30 or NaN
+    // to an integer is undefined behaviour); need_int refuses floats anyway.
+    if (t == GGUF_F32 || t == GGUF_F64) i = std::isfinite(d) && std::fabs(d) < 9e18 ? (int64_t)d : 0;
+    else d = (double)i;
 }
 
 static void read_value(Cursor& c, GGUFValue& v) {

@@ -267,7 +267,8 @@ static void quantize_block_q6_k(const float* x, uint8_t* out) {
         float s = d * sc[8 * h + 2 * k + l / 16];
         int q = s != 0 ? clampi(round_int(x[i] / s) + 32, 0, 63) : 32;
         int shift;
-        ql[q6_index_low(i, shift)] |= (uint8_t)((q & 15) << shift);
+        int at = q6_index_low(i, shift);  // first: `a[f()] |= g` evaluates g before f()
+        ql[at] |= (uint8_t)((q & 15) << shift);
         qh[32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
     }
 }
