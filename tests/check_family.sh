@@ -56,15 +56,10 @@ block=$(./run encode models/qwen3-tiny $'<think>\n\n</think>\n\n' 2>/dev/null)
 echo "$think" | grep -q "^151644 "; check "Qwen3's prompt starts with the user turn (no default system message)" $?
 
 # --- 4. serve: Qwen3's template ------------------------------------------------
-./run serve models/qwen3-tiny --port 0 --threads 1 -t 0 2>"$T/serve.log" &
-spid=$!
-trap 'kill $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$T"' EXIT
-port=""
-for _ in $(seq 100); do
-    port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$T/serve.log")
-    [ -n "$port" ] && break
-    sleep 0.1
-done
+. tests/server/lib.sh
+serve "$T/serve.log" models/qwen3-tiny --threads 1 -t 0
+port=$PORT
+trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$T"' EXIT
 served() {  # extra JSON fields -> "prompt_tokens text"
     curl -s --max-time 60 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
         --data-binary "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 6$1}" |

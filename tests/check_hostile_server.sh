@@ -17,15 +17,9 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' E
 ./run "$MODEL" "Hi" -n 12 -t 0 --no-gen-config --threads 1 --json >"$TMP/cli.json" 2>/dev/null || { echo "FAIL: ./run --json"; exit 1; }
 expected=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"], end="")' "$TMP/cli.json")
 
-./run serve "$MODEL" --port 0 --threads 1 --queue 4 --no-gen-config 2>"$TMP/server.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-    port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$TMP/server.log")
-    [ -n "$port" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-done
+. tests/server/lib.sh
+serve "$TMP/server.log" "$MODEL" --threads 1 --queue 4 --no-gen-config
+pid=$SERVER port=$PORT
 [ -n "$port" ] || { cat "$TMP/server.log"; echo "FAIL: the server did not start"; exit 1; }
 
 timeout 180 /usr/bin/python3 tests/server/hostile_client.py "$port" "$pid" "$expected"

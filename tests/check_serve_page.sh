@@ -33,15 +33,8 @@ browser() {
         --disable-component-update --disable-sync --user-data-dir="$TMP/profile" --enable-logging=stderr --log-level=0 "$@"
 }
 
-./run serve "$MODEL" --port 0 --threads 1 --parallel 4 --no-gen-config 2>"$TMP/server.log" &
-SERVER=$!
-URL=""
-for _ in $(seq 1 300); do
-    port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$TMP/server.log")
-    [ -n "$port" ] && { URL="http://127.0.0.1:$port"; break; }
-    sleep 0.1
-done
-[ -n "$URL" ] || fail "the server did not start"
+. tests/server/lib.sh
+serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 --no-gen-config || fail "the server did not start"
 
 curl -s -D "$TMP/head" "$URL/" >"$TMP/page.html"
 grep -qi '^content-type: text/html' "$TMP/head" && grep -q '<title>Lantern</title>' "$TMP/page.html" ||

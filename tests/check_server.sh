@@ -31,18 +31,10 @@ fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $
 ok() { echo "ok   $*"; }
 
 # start_server NAME FLAGS...: sets URL; the log is $TMP/NAME.log.
+. tests/server/lib.sh
 start_server() {
     local name=$1; shift
-    ./run serve "$MODEL" --port 0 --threads 1 "$@" 2>"$TMP/$name.log" &
-    PIDS="$PIDS $!"
-    local port=""
-    for _ in $(seq 1 300); do  # 30 s at most
-        port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$TMP/$name.log")
-        [ -n "$port" ] && break
-        sleep 0.1
-    done
-    [ -n "$port" ] || fail "$name: the server did not start"
-    URL="http://127.0.0.1:$port"
+    serve "$TMP/$name.log" "$MODEL" --threads 1 "$@" || fail "$name: the server did not start"
     curl -sf --max-time 5 "$URL/health" >/dev/null || fail "$name: /health does not answer"
 }
 

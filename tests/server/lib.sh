@@ -1,0 +1,22 @@
+# tests/server/lib.sh — sourced by the checks that start `./run serve`.
+#
+# serve LOG ARGS...: starts `./run serve ARGS... --port 0` (a free loopback
+# port) with its stderr in LOG, and waits (30 s at most) for the line that
+# says where it listens. Sets SERVER (the pid; also added to PIDS, for a
+# cleanup that kills them all), PORT and URL. Returns 1 if the server
+# exited or never said it was listening; LOG says why.
+PIDS=${PIDS:-}
+serve() {
+    local log=$1; shift
+    ./run serve "$@" --port 0 2>"$log" &
+    SERVER=$!
+    PIDS="$PIDS $SERVER"
+    PORT="" URL=""
+    for _ in $(seq 1 300); do
+        PORT=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log")
+        [ -n "$PORT" ] && { URL="http://127.0.0.1:$PORT"; return 0; }
+        kill -0 "$SERVER" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
