@@ -130,8 +130,12 @@ static void read_number(Cursor& c, uint32_t t, double& d, int64_t& i, const char
         case GGUF_I32: i = c.get<int32_t>(what); break;
         case GGUF_U64: i = (int64_t)c.get<uint64_t>(what); break;
         case GGUF_I64: i = c.get<int64_t>(what); break;
-        case GGUF_F32: d = c.get<float>(what); i = (int64_t)d; return;
-        case GGUF_F64: d = c.get<double>(what); i = (int64_t)d; return;
+        case GGUF_F32: d = c.get<float>(what); break;
+        case GGUF_F64: d = c.get<double>(what); break;
+    }
+    if (t == GGUF_F32 || t == GGUF_F64) {  // a NaN or 1e30 has no int64: casting one is undefined
+        i = std::isfinite(d) && std::fabs(d) < 9e18 ? (int64_t)d : 0;
+        return;
     }
     d = (double)i;
 }
@@ -221,8 +225,8 @@ void gguf_parse(GGUFFile& f, const uint8_t* data, size_t size, const std::string
             fail("%s: tensor %s: offset %llu is not a multiple of the alignment %u", path.c_str(), t.name.c_str(),
                  (unsigned long long)t.offset, f.alignment);
         if (t.offset > data_size || t.nbytes > data_size - t.offset)
-            fail("%s: tensor %s: bytes [%llu, %llu) lie outside the %zu-byte data section (truncated file?)", path.c_str(),
-                 t.name.c_str(), (unsigned long long)t.offset, (unsigned long long)(t.offset + t.nbytes), data_size);
+            fail("%s: tensor %s: %zu bytes at offset %llu lie outside the %zu-byte data section (truncated file?)",
+                 path.c_str(), t.name.c_str(), t.nbytes, (unsigned long long)t.offset, data_size);
     }
     std::vector<const GGUFTensor*> byoff;
     for (const GGUFTensor& t : f.tensors) byoff.push_back(&t);
@@ -428,6 +432,11 @@ void gguf_load_tokenizer(Tokenizer& tok, const std::string& path) {
         fail("%s: tokenizer.ggml.merges is missing or not an array of strings", path.c_str());
     if (types && (types->type != GGUF_ARRAY || types->nums.size() != tokens->strs.size()))
         fail("%s: tokenizer.ggml.token_type must be an array as long as tokenizer.ggml.tokens", path.c_str());
+    // Every id the tokenizer can produce must have a row in the embedding.
+    for (const GGUFTensor& t : f.tensors)
+        if (t.name == "token_embd.weight" && (size_t)t.ne.back() < tokens->strs.size())
+            fail("%s: tokenizer.ggml.tokens has %zu entries, token_embd.weight only %lld rows", path.c_str(),
+                 tokens->strs.size(), (long long)t.ne.back());
     using json = nlohmann::json;
     json vocab = json::object(), added = json::array(), merge_list = json::array();
     for (size_t i = 0; i < tokens->strs.size(); i++) {
