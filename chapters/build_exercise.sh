@@ -42,6 +42,7 @@ bpe          tokenizer.cpp  bpe_word
 rng          sampler.cpp    rng_next rng_uniform sample_roulette
 top-p        sampler.cpp    apply_top_p
 q8_0         kernels.cpp    quantize_row_q8_0
+q4           quants.cpp     dequantize_block_q4_0 dequantize_block_q4_k
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"

@@ -14,7 +14,7 @@
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0"
+exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 q4"
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -35,6 +35,7 @@ slips="
 rope   rope_intdiv.cpp          integer division
 top-p  top_p_no_tiebreak.cpp    equal logits are ordered by id
 q8_0   q8_0_rint.cpp            halves away from zero
+q4     q4_k_no_top_bits.cpp     their top 2 bits
 "
 while read -r ex file says; do
     [ -n "$ex" ] || continue
