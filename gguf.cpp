@@ -133,11 +133,10 @@ static void read_number(Cursor& c, uint32_t t, double& d, int64_t& i, const char
         case GGUF_F32: d = c.get<float>(what); break;
         case GGUF_F64: d = c.get<double>(what); break;
     }
-    if (t == GGUF_F32 || t == GGUF_F64) {  // a NaN or 1e30 has no int64: casting one is undefined
-        i = std::isfinite(d) && std::fabs(d) < 9e18 ? (int64_t)d : 0;
-        return;
-    }
-    d = (double)i;
+    // A float's integer part only where it has one (converting 1e30 or NaN
+    // to an integer is undefined behaviour); need_int refuses floats anyway.
+    if (t == GGUF_F32 || t == GGUF_F64) i = std::isfinite(d) && std::fabs(d) < 9e18 ? (int64_t)d : 0;
+    else d = (double)i;
 }
 
 static void read_value(Cursor& c, GGUFValue& v) {

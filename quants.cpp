@@ -246,11 +246,11 @@ void dequantize_block_q4_k(const uint8_t* in, float* y) { dequantize_block_k(in,
 // and its top 2 bits in qh[32h + l] at bits 2k..2k+1; its scale is
 // scales[8h + 2k + l/16].
 
-static int q6_index_low(int i, int& shift) {
+static int q6_low_byte(int i) {
     int h = i / 128, k = (i % 128) / 32, l = i % 32;
-    shift = k >= 2 ? 4 : 0;
     return 64 * h + l + 32 * (k % 2);
 }
+static int q6_low_shift(int i) { return (i % 128) / 32 >= 2 ? 4 : 0; }
 
 static void quantize_block_q6_k(const float* x, uint8_t* out) {
     float scale[16], max_scale = 0;
@@ -272,8 +272,7 @@ static void quantize_block_q6_k(const float* x, uint8_t* out) {
         int h = i / 128, k = (i % 128) / 32, l = i % 32;
         float s = d * sc[8 * h + 2 * k + l / 16];
         int q = s != 0 ? clampi(round_int(x[i] / s) + 32, 0, 63) : 32;
-        int shift;
-        ql[q6_index_low(i, shift)] |= (uint8_t)((q & 15) << shift);
+        ql[q6_low_byte(i)] |= (uint8_t)((q & 15) << q6_low_shift(i));
         qh[32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
     }
 }
@@ -284,8 +283,8 @@ static void dequantize_block_q6_k(const uint8_t* in, float* y) {
     const int8_t* sc = (const int8_t*)(in + 192);
     float d = load_f16(in + 208);
     for (int i = 0; i < 256; i++) {
-        int h = i / 128, k = (i % 128) / 32, l = i % 32, shift;
-        int q = (ql[q6_index_low(i, shift)] >> shift) & 15;
+        int h = i / 128, k = (i % 128) / 32, l = i % 32;
+        int q = (ql[q6_low_byte(i)] >> q6_low_shift(i)) & 15;
         q |= ((qh[32 * h + l] >> (2 * k)) & 3) << 4;
         y[i] = (d * (float)sc[8 * h + 2 * k + l / 16]) * (float)(q - 32);
     }

@@ -18,11 +18,12 @@ for t in tests/check_*.sh; do
     [ -e "$t" ] || continue
     name=$(basename "$t" .sh)
     log="build/$name.log"
+    t0=$(date +%s)
     if bash "$t" >"$log" 2>&1; then
-        passed=$((passed+1)); echo "PASS $name"
+        passed=$((passed+1)); echo "PASS $name ($(( $(date +%s) - t0 )) s)"
     else
         failed=$((failed+1)); failed_names="$failed_names $name"
-        echo "FAIL $name (last lines of $log):"; tail -15 "$log" | sed 's/^/    /'
+        echo "FAIL $name ($(( $(date +%s) - t0 )) s; last lines of $log):"; tail -15 "$log" | sed 's/^/    /'
     fi
 done
 [ -z "$failed_names" ] || echo "failed:$failed_names"

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench natively for this machine, once, under
-# build/llama.cpp, so `./run bench` can measure it beside Lantern in the same
-# run on the same weights. llama.cpp is never a runtime dependency: without
+# Builds llama.cpp's llama-bench and llama-batched-bench natively for this
+# machine, once, under build/llama.cpp, so `./run bench` (and the serving
+# benchmark) can measure it beside Lantern in the same run on the same
+# weights. llama.cpp is never a runtime dependency: without
 # this binary the bench column says "not measured".
 #
 # The source comes from the npm package node-llama-cpp (pinned 3.21.1), which
 # ships llama.cpp's source as a git bundle. About 3.5 minutes on 2 cores.
-#   bash tools/build_llama_bench.sh        -> build/llama.cpp/bin/llama-bench
+#   bash tools/build_llama_bench.sh        -> build/llama.cpp/bin/llama-bench, llama-batched-bench
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/llama.cpp
 BIN=$OUT/bin/llama-bench
-if [ -x "$BIN" ]; then echo "$BIN (already built)"; exit 0; fi
+if [ -x "$BIN" ] && [ -x "$OUT/bin/llama-batched-bench" ]; then echo "$BIN (already built)"; exit 0; fi
 for tool in git cmake npm; do
     command -v $tool >/dev/null || { echo "build_llama_bench: '$tool' is not installed" >&2; exit 1; }
 done
@@ -27,9 +28,9 @@ rm -rf "$OUT/src"
 git clone -q "$BUNDLE" "$OUT/src"
 cmake -S "$OUT/src" -B "$OUT/cmake" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON \
       -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-nice cmake --build "$OUT/cmake" --target llama-bench -j "${JOBS:-2}" >/dev/null
+nice cmake --build "$OUT/cmake" --target llama-bench llama-batched-bench -j "${JOBS:-2}" >/dev/null
 mkdir -p "$OUT/bin"
-cp "$OUT/cmake/bin/llama-bench" "$BIN"
+cp "$OUT/cmake/bin/llama-bench" "$OUT/cmake/bin/llama-batched-bench" "$OUT/bin/"
 # llama-bench links llama.cpp's shared libraries; keep them beside it.
 cp -P "$OUT"/cmake/bin/*.so* "$OUT/bin/" 2>/dev/null || true
 echo "$BIN"
