@@ -113,6 +113,13 @@ $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
+# serve_page.html, the page `./run serve` answers GET / with, goes into the
+# binary as one C++ raw string literal that server.cpp includes.
+$(BUILD)/serve_page.inc: serve_page.html | $(BUILD)
+	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@
+$(BUILD)/server.o: $(BUILD)/serve_page.inc
+$(BUILD)/server.o: override CXXFLAGS += -I$(BUILD)
+
 $(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 

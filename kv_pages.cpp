@@ -1,6 +1,7 @@
 // kv_pages.cpp — the block pool behind kv_pages.h.
 #include "kv_pages.h"
 #include "logging.h"
+#include <algorithm>
 
 void kv_pages_init(KVPages& kv, const Config& c, int n_tokens, DType type, int block) {
     if (block <= 0) fail("KV pages: a block must hold at least one position");
@@ -18,6 +19,11 @@ void kv_pages_init(KVPages& kv, const Config& c, int n_tokens, DType type, int b
     // tests easy to follow.
     kv.free_list.clear();
     for (int b = kv.n_blocks - 1; b >= 0; b--) kv.free_list.push_back(b);
+    kv.refs.assign(kv.n_blocks, 0);
+    kv.serial.assign(kv.n_blocks, 0);
+    kv.key.assign(kv.n_blocks, {});
+    kv.index.clear();
+    kv.next_serial = 1;
     LOGD(CAT_LOAD, "KV pages: %d blocks of %d positions x %d layers x %d values x 2 (%s) = %.1f MB", kv.n_blocks, block,
          kv.n_layers, kv.kv_dim, dtype_name(type), 2.0 * bytes / 1e6);
 }
@@ -30,17 +36,66 @@ bool kv_seq_grow(KVPages& kv, KVSeq& seq, int n_pos) {
     int need = kv_blocks_for(kv, n_pos) - (int)seq.blocks.size();
     if (need > (int)kv.free_list.size()) return false;
     for (int i = 0; i < need; i++) {
-        seq.blocks.push_back(kv.free_list.back());
+        int b = kv.free_list.back();
         kv.free_list.pop_back();
+        if (kv.serial[b]) {  // a cached prefix, unused longest: it will hold other tokens now
+            kv.index.erase(kv.key[b]);
+            kv.serial[b] = 0;
+            kv.key[b] = {};
+        }
+        kv.refs[b] = 1;
+        seq.blocks.push_back(b);
     }
     if (n_pos > seq.n_pos) seq.n_pos = n_pos;
     return true;
 }
 
 void kv_seq_free(KVPages& kv, KVSeq& seq) {
-    for (int b : seq.blocks) kv.free_list.push_back(b);
-    seq.blocks.clear();
-    seq.n_pos = 0;
+    for (int b : seq.blocks) {
+        if (--kv.refs[b] > 0) continue;  // another sequence still reads it
+        if (kv.serial[b]) kv.free_list.insert(kv.free_list.begin(), b);  // cached: handed out last
+        else kv.free_list.push_back(b);
+    }
+    seq = KVSeq();
+}
+
+int kv_seq_share(KVPages& kv, KVSeq& seq, const int* tokens, int n) {
+    if (!seq.blocks.empty()) fail("KV pages: only an empty sequence can take a shared prefix");
+    long long before = 0;
+    for (int i = 0; (i + 1) * kv.block <= n; i++) {
+        auto it = kv.index.find({before, std::vector<int>(tokens + i * kv.block, tokens + (i + 1) * kv.block)});
+        if (it == kv.index.end()) break;
+        int b = it->second;
+        if (kv.refs[b]++ == 0) kv.free_list.erase(std::find(kv.free_list.begin(), kv.free_list.end(), b));
+        seq.blocks.push_back(b);
+        before = kv.serial[b];
+    }
+    seq.indexed = (int)seq.blocks.size();
+    seq.n_pos = seq.indexed * kv.block;
+    return seq.n_pos;
+}
+
+void kv_seq_index(KVPages& kv, KVSeq& seq, const int* tokens, int n) {
+    n = std::min(n, seq.n_pos);
+    for (int i = seq.indexed; (i + 1) * kv.block <= n; i++) {
+        long long before = i ? kv.serial[seq.blocks[i - 1]] : 0;
+        if (i && !before) return;  // the block before is not in the index
+        std::pair<long long, std::vector<int>> k(before, std::vector<int>(tokens + i * kv.block, tokens + (i + 1) * kv.block));
+        // Another sequence indexed the same tokens first (both read the same
+        // prompt at once): this copy stays private, and so do the blocks after it.
+        if (kv.index.count(k)) return;
+        int b = seq.blocks[i];
+        kv.serial[b] = kv.next_serial++;
+        kv.index[k] = b;
+        kv.key[b] = std::move(k);
+        seq.indexed = i + 1;
+    }
+}
+
+int kv_blocks_cached(const KVPages& kv) {
+    int n = 0;
+    for (int b : kv.free_list) n += kv.serial[b] != 0;
+    return n;
 }
 
 static size_t row_offset(const KVPages& kv, const KVSeq& seq, int layer, int pos) {

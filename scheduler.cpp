@@ -88,9 +88,30 @@ static void start(Scheduler& s, Slot& slot, std::shared_ptr<SchedRequest> r, int
     sampler_init(slot.sampler, slot.req->gen.sampling);
     generation_start(slot.gen, *s.tok, s.net->model->cfg, slot.sampler, slot.req->prompt, slot.req->gen, slot.req->hooks);
     slot.t_join = now_s();
+    // Prefix reuse: whole blocks of this prompt that another sequence already
+    // wrote (the same system prompt, the earlier turns of this chat) are
+    // shared instead of read again. The last prompt token is always read:
+    // its logits give the first answer token. The promise above still counts
+    // every block, shared or not, so it stays an upper bound.
+    const std::vector<int>& p = slot.req->prompt;
+    slot.prefilled = kv_seq_share(s.pages, slot.kv, p.data(), (int)p.size() - 1);
+    {
+        std::lock_guard<std::mutex> lk(s.mu);
+        s.stats.prompt_tokens_reused += slot.prefilled;
+    }
     if (slot.req->on_start) slot.req->on_start();
-    LOGD(CAT_SERVER, "request %d joins: %zu prompt tokens, seed %u, %d blocks promised", slot.req->id,
-         slot.req->prompt.size(), slot.req->gen.sampling.seed, blocks);
+    LOGD(CAT_SERVER, "request %d joins: %zu prompt tokens (%d shared from the cache), seed %u, %d blocks promised",
+         slot.req->id, p.size(), slot.prefilled, slot.req->gen.sampling.seed, blocks);
+}
+
+// The sequence's full blocks join the prefix index as they are written:
+// its tokens are the prompt, then the answer tokens fed back so far.
+static void index_blocks(Scheduler& s, Slot& slot) {
+    KVSeq& kv = slot.kv;
+    if (kv.n_pos / s.pages.block <= kv.indexed) return;
+    std::vector<int> tokens = slot.req->prompt;
+    tokens.insert(tokens.end(), slot.gen.res.ids.begin(), slot.gen.res.ids.end());
+    kv_seq_index(s.pages, kv, tokens.data(), std::min((int)tokens.size(), kv.n_pos));
 }
 
 // Steps 1 and 2: leave and join.
@@ -149,6 +170,7 @@ static void refresh_stats(Scheduler& s) {
     }
     st.waiting = (int)s.waiting.size();
     st.blocks_used = s.pages.n_blocks - kv_blocks_free(s.pages);
+    st.blocks_cached = kv_blocks_cached(s.pages);
 }
 
 bool scheduler_step(Scheduler& s) {
@@ -205,6 +227,7 @@ bool scheduler_step(Scheduler& s) {
             slot.prefilled += batch[i].T;
             prompt_rows += batch[i].T;
         }
+        index_blocks(s, slot);
         if (!batch[i].logits) continue;
         float* l = const_cast<float*>(logits) + (size_t)row++ * vocab;
         bool first = slot.next < 0;

@@ -4,7 +4,8 @@
 // Each step the scheduler
 //   1. drops the requests whose client left (their blocks go back at once),
 //   2. lets waiting requests join while a slot is free and the KV pool can
-//      promise them every block they may need,
+//      promise them every block they may need; a joining prompt shares the
+//      blocks of its beginning that are already in the cache (kv_pages.h),
 //   3. builds one batch: one row per decoding request (its last token), then
 //      prompt chunks of the requests still in prefill, up to --batch-tokens
 //      rows in all, so a long prompt never stalls everyone's next token,
@@ -50,8 +51,8 @@ struct Slot {
 // What /metrics and /health report (a copy, taken under the lock).
 struct SchedStats {
     int slots = 0, busy = 0, prefilling = 0, decoding = 0, waiting = 0;
-    int blocks_total = 0, blocks_used = 0, block_tokens = 0;
-    long long steps = 0, tokens_generated = 0, prompt_tokens = 0, requests_done = 0;
+    int blocks_total = 0, blocks_used = 0, blocks_cached = 0, block_tokens = 0;
+    long long steps = 0, tokens_generated = 0, prompt_tokens = 0, prompt_tokens_reused = 0, requests_done = 0;
     double tokens_per_s = 0;  // generated tokens per second over the last few seconds
     std::vector<std::string> slot_state;  // per slot: "free", "prefill 12/40 #3", "decode 7 #2"
 };

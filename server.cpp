@@ -687,11 +687,18 @@ static void route(httplib::Server& svr, Server& e) {
         json m = {{"id", e.model_id}, {"object", "model"}, {"created", e.started}, {"owned_by", "lantern"}};
         res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
     });
+    // The page to watch it: a chat with each token shaded by its
+    // probability, and the scheduler live (serve_page.html, built in).
+    static const char page[] =
+#include "serve_page.inc"
+        ;
+    svr.Get("/", [](const Request&, Response& res) { res.set_content(page, "text/html; charset=utf-8"); });
     svr.Get("/health", [&e](const Request&, Response& res) {
         SchedStats st = scheduler_stats(e.sched);
         res.set_content(dump(json{{"status", "ok"}, {"model", e.model_id}, {"waiting", st.waiting},
                                   {"slots", st.slots}, {"slots_busy", st.busy}, {"slot_state", st.slot_state},
                                   {"kv_blocks_used", st.blocks_used}, {"kv_blocks_total", st.blocks_total},
+                                  {"kv_blocks_cached", st.blocks_cached}, {"prompt_tokens_reused", st.prompt_tokens_reused},
                                   {"kv_block_tokens", st.block_tokens}, {"tokens_per_second", st.tokens_per_s}}),
                         "application/json");
     });
@@ -709,11 +716,14 @@ static void route(httplib::Server& svr, Server& e) {
         metric("queue_length", "gauge", "requests waiting for a slot", st.waiting);
         metric("kv_blocks_used", "gauge", "KV cache blocks holding a sequence's positions", st.blocks_used);
         metric("kv_blocks_free", "gauge", "KV cache blocks free", st.blocks_total - st.blocks_used);
+        metric("kv_blocks_cached", "gauge", "free KV cache blocks that still hold a prefix a prompt may reuse", st.blocks_cached);
         metric("kv_block_tokens", "gauge", "positions per KV cache block", st.block_tokens);
         metric("tokens_per_second", "gauge", "generated tokens per second, last seconds", st.tokens_per_s);
         metric("steps_total", "counter", "batched forward steps", (double)st.steps);
         metric("tokens_generated_total", "counter", "tokens sampled", (double)st.tokens_generated);
         metric("prompt_tokens_total", "counter", "prompt tokens prefilled", (double)st.prompt_tokens);
+        metric("prompt_tokens_reused_total", "counter", "prompt tokens whose KV blocks were shared, not prefilled",
+               (double)st.prompt_tokens_reused);
         metric("requests_finished_total", "counter", "requests that left the batch", (double)st.requests_done);
         res.set_content(m, "text/plain; version=0.0.4");
     });

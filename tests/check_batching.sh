@@ -5,10 +5,12 @@
 #   1. the same answers: 8 requests of different lengths, greedy and seeded,
 #      alone and then 8 at once joining one after another: byte-identical;
 #      logprobs / top_logprobs
-#   2. load: 64 clients against 8 slots and a queue of 16, hang-ups
+#   2. prefix reuse: prompts with a common beginning share its KV blocks
+#      and answer as ./run --raw does; a chat's second turn shares the first
+#   3. load: 64 clients against 8 slots and a queue of 16, hang-ups
 #      mid-prefill and mid-decode; afterwards /metrics shows 0 slots busy and
 #      0 KV blocks used
-#   3. shutdown with 4 streams in flight: each gets an error event, the
+#   4. shutdown with 4 streams in flight: each gets an error event, the
 #      server exits 0
 set -u
 cd "$(dirname "$0")/.."
@@ -48,6 +50,9 @@ start_server same --parallel 8 --batch-tokens 64
 timeout 300 python3 tests/server/batching.py same "$URL" || fail "same answers"
 curl -s "$URL/metrics" | grep -q '^lantern_kv_blocks_used 0$' || fail "/metrics: blocks still used after the answers"
 echo "ok   /metrics: lantern_kv_blocks_used 0 after the answers"
+
+start_server prefix --parallel 4 --batch-tokens 32 --no-gen-config
+timeout 300 python3 tests/server/batching.py prefix "$URL" "$MODEL" || fail "prefix reuse"
 
 start_server load --parallel 8 --queue 16 --batch-tokens 64
 timeout 300 python3 tests/server/batching.py load "$URL" || fail "load"

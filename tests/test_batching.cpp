@@ -58,6 +58,48 @@ TEST_CASE("KV pages: blocks are taken as positions appear and all come back") {
     CHECK_THROWS_AS(kv_pages_init(kv, small_config(), 0, DType::F32), LanternError);
 }
 
+TEST_CASE("KV pages: whole blocks of a common beginning are shared, cached when their holders leave, handed out last") {
+    KVPages kv;
+    kv_pages_init(kv, small_config(), 6 * 4, DType::F32, 4);  // 6 blocks of 4 positions
+    std::vector<int> t1 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, t2 = {1, 2, 3, 4, 5, 6, 7, 8, 20, 21, 22, 23, 24};
+    std::vector<int> t3 = {9, 9, 9, 9, 5, 6, 7, 8};  // t1's second block after another first block
+    KVSeq a, b, c;
+    CHECK(kv_seq_share(kv, a, t1.data(), 10) == 0);  // nothing indexed yet
+    REQUIRE(kv_seq_grow(kv, a, 10));
+    kv_seq_index(kv, a, t1.data(), 10);  // blocks 0-3 and 4-7 are full; 8-9 is not
+    CHECK(a.indexed == 2);
+    CHECK(kv_seq_share(kv, b, t2.data(), 13) == 8);  // t2 begins with t1's 8 tokens
+    CHECK(b.blocks == std::vector<int>{a.blocks[0], a.blocks[1]});
+    CHECK(kv.refs[a.blocks[0]] == 2);
+    CHECK(kv_seq_share(kv, c, t3.data(), 8) == 0);  // same tokens, other beginning: another key
+    CHECK(kv_seq_share(kv, c, t1.data(), 7) == 4);   // only whole blocks
+    kv_seq_free(kv, c);
+    REQUIRE(kv_seq_grow(kv, b, 13));  // b's own blocks after the shared ones
+    CHECK(kv_blocks_free(kv) == 6 - 3 - 2);
+    kv_seq_free(kv, a);  // b still reads the shared two: only a's last block comes back
+    CHECK(kv_blocks_free(kv) == 2);
+    CHECK(kv_blocks_cached(kv) == 0);
+    kv_seq_index(kv, b, t2.data(), 13);  // b's third block 20-23 joins the index after the shared two
+    CHECK(b.indexed == 3);
+    kv_seq_free(kv, b);
+    CHECK(kv_blocks_free(kv) == 6);
+    CHECK(kv_blocks_cached(kv) == 3);  // free, but still holding t2's first 12 tokens
+    KVSeq d, e;
+    CHECK(kv_seq_share(kv, d, t2.data(), 13) == 12);  // a later request finds them in the cache
+    CHECK(kv_blocks_cached(kv) == 0);
+    kv_seq_free(kv, d);
+    // A new sequence takes the never-used blocks first, then the cached ones,
+    // the one unused longest first; a cached block handed out leaves the index.
+    REQUIRE(kv_seq_grow(kv, e, 4 * 4));
+    CHECK(kv_blocks_cached(kv) == 2);
+    CHECK(kv_seq_share(kv, d, t2.data(), 13) == 0);  // its first block went to e
+    REQUIRE(kv_seq_grow(kv, e, 6 * 4));
+    CHECK(kv.index.empty());
+    kv_seq_free(kv, e);
+    kv_seq_free(kv, d);
+    CHECK(kv_blocks_free(kv) == 6);
+}
+
 // Sequence i is fed its tokens in chunks; after each chunk the logits of the
 // chunk's last token are compared with the same position's logits from one
 // forward() over the whole sequence alone.
@@ -253,6 +295,63 @@ TEST_CASE("scheduler: requests that join and leave mid-stream get the text they 
     CHECK(st.blocks_used == 0);  // every block came back
     CHECK(st.busy == 0);
     CHECK(st.requests_done == 5);
+    CHECK(kv_blocks_free(s.pages) == s.pages.n_blocks);
+}
+
+static std::shared_ptr<SchedRequest> chat_request(int id, const std::vector<ChatMessage>& chat, int n, Outcome* out) {
+    auto r = request(id, "", n, 1, 0.0f, out);
+    r->prompt = tokenizer_encode(fixture().tok, apply_chat_template(chat, true));
+    return r;
+}
+
+TEST_CASE("scheduler: prompts that begin like earlier ones share their blocks and get the text they get alone") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    scheduler_init(s, net, fixture().tok, 2, 32, 8, 512, 0, DType::F32);
+    std::string sys = "You are a careful assistant. Answer in one short sentence, and never make up a fact you do not know.";
+    std::vector<ChatMessage> first = {{"system", sys}, {"user", "Who was Moses?"}};
+    Outcome a, b, c, d;
+    CHECK(scheduler_submit(s, chat_request(1, first, 12, &a)) == "");
+    for (int i = 0; i < 200 && scheduler_step(s); i++) {}
+    REQUIRE(a.calls == 1);
+    CHECK(scheduler_stats(s).prompt_tokens_reused == 0);
+    CHECK(scheduler_stats(s).blocks_cached > 0);
+    // The same system prompt, another question; and the next turn of the first chat.
+    std::vector<ChatMessage> other = {{"system", sys}, {"user", "Who was Aaron?"}};
+    std::vector<ChatMessage> next = first;
+    next.push_back({"assistant", a.text});
+    next.push_back({"user", "And his brother?"});
+    CHECK(scheduler_submit(s, chat_request(2, other, 12, &b)) == "");
+    CHECK(scheduler_submit(s, chat_request(3, next, 12, &c)) == "");
+    CHECK(scheduler_submit(s, chat_request(4, other, 12, &d)) == "");  // the same prompt as b, while b runs
+    for (int i = 0; i < 400 && scheduler_step(s); i++) {}
+    SchedStats st = scheduler_stats(s);
+    int sys_tokens = (int)tokenizer_encode(fixture().tok, apply_chat_template({{"system", sys}}, false)).size();
+    CHECK(st.prompt_tokens_reused >= 3 * (sys_tokens / s.pages.block) * s.pages.block);
+    CHECK(st.prompt_tokens_reused + st.prompt_tokens ==
+          (long long)(tokenizer_encode(fixture().tok, apply_chat_template(first, true)).size() +
+                      2 * tokenizer_encode(fixture().tok, apply_chat_template(other, true)).size() +
+                      tokenizer_encode(fixture().tok, apply_chat_template(next, true)).size()));
+    // The answers are those of a fresh cache, whatever was shared.
+    auto fresh = [](const std::vector<ChatMessage>& chat) {
+        Net one;
+        net_init(one, fixture().m, 512);
+        Sampler sm;
+        SamplerParams sp;
+        sp.seed = 1;
+        sp.temperature = 0;
+        sp.top_k = 40;
+        sampler_init(sm, sp);
+        GenerateParams p;
+        p.n_predict = 12;
+        return generate(one, fixture().tok, sm, tokenizer_encode(fixture().tok, apply_chat_template(chat, true)), 0, p).text;
+    };
+    CHECK(a.text == fresh(first));
+    CHECK(b.text == fresh(other));
+    CHECK(d.text == b.text);
+    CHECK(c.text == fresh(next));
+    CHECK(st.blocks_used == 0);
     CHECK(kv_blocks_free(s.pages) == s.pages.n_blocks);
 }
 

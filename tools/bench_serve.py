@@ -9,6 +9,13 @@
 # tokens/s over the whole burst, and per client the time to first token and
 # its own tokens/s (median and p90). The two servers run one after the
 # other on the same machine, so other load on it disturbs both.
+#
+# llama.cpp, between the two: its llama-batched-bench (build/llama.cpp/bin,
+# built natively from the source node-llama-cpp ships) decodes 1 and then
+# CLIENTS sequences of TOKENS tokens after a prompt of the same length as
+# ours, on the same weights as a bf16 GGUF (./run convert, cached in
+# build/bench/). It measures the model alone, with no HTTP; without the
+# binary its line says "not measured".
 import http.client, json, os, re, statistics, subprocess, sys, threading, time
 
 args = sys.argv[1:]
@@ -38,13 +45,13 @@ def start(parallel):
     sys.exit("the server did not start:\n" + log.read()[-2000:])
 
 def client(port, i, out):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
     body = {"messages": [{"role": "user", "content": "Question %d: tell me a story." % i}], "max_tokens": tokens,
             "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     t0 = time.time()
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
-    first, n = None, 0
+    first, n, prompt_n = None, 0, 0
     for line in r:
         line = line.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
@@ -52,11 +59,12 @@ def client(port, i, out):
         ev = json.loads(line[6:])
         if ev.get("usage"):
             n = ev["usage"]["completion_tokens"]
+            prompt_n = ev["usage"]["prompt_tokens"]
         elif ev["choices"] and ev["choices"][0].get("delta", {}).get("content") and first is None:
             first = time.time()
     end = time.time()
     out[i] = {"ttft": (first or end) - t0, "n": n, "tps": (n - 1) / (end - first) if first and n > 1 and end > first else 0,
-              "start": t0, "end": end}
+              "start": t0, "end": end, "prompt": prompt_n}
 
 def burst(parallel):
     p, port = start(parallel)
@@ -71,7 +79,30 @@ def burst(parallel):
     total = sum(o["n"] for o in out)
     span = max(o["end"] for o in out) - min(o["start"] for o in out)
     return {"total_tps": total / span, "tokens": total, "span": span,
-            "ttft": sorted(o["ttft"] for o in out), "tps": sorted(o["tps"] for o in out)}
+            "ttft": sorted(o["ttft"] for o in out), "tps": sorted(o["tps"] for o in out),
+            "prompt_tokens": max(o["prompt"] for o in out)}
+
+def llama_batched(prompt_tokens):
+    """Decode tok/s of llama-batched-bench for 1 and for `clients` sequences, or why not measured."""
+    bin = "build/llama.cpp/bin/llama-batched-bench"
+    if not os.access(bin, os.X_OK):
+        return None, "not measured (%s is not built)" % bin
+    gguf = "build/bench/" + model.replace("/", "_") + "-bf16.gguf"
+    if not os.path.exists(gguf):
+        os.makedirs("build/bench", exist_ok=True)
+        if subprocess.run(["./run", "convert", model, gguf, "--type", "bf16"], capture_output=True).returncode != 0:
+            return None, "not measured (./run convert to a bf16 GGUF failed)"
+    out = subprocess.run([bin, "-m", gguf, "-t", str(threads), "-c", "4096", "-b", "512", "-ub", "512",
+                          "-npp", str(prompt_tokens), "-ntg", str(tokens), "-npl", "1,%d" % clients],
+                         capture_output=True, text=True)
+    tg = {}  # sequences -> decode tok/s (S_TG: generated tokens of all sequences / decode time)
+    for line in (out.stdout + out.stderr).splitlines():  # the table: | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) >= 8 and cols[2].isdigit():
+            tg[int(cols[2])] = float(cols[7])
+    if 1 not in tg or clients not in tg:
+        return None, "not measured (llama-batched-bench said: %s)" % (out.stderr.strip().splitlines() or ["nothing"])[-1]
+    return tg, ""
 
 def p90(xs):
     return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
@@ -86,6 +117,13 @@ for parallel in (1, clients):
     print("--parallel %-3d total %6.1f tok/s (%d tokens in %.1f s) | TTFT median %.2f s p90 %.2f s | "
           "per client median %.1f tok/s p90 %.1f tok/s" % (parallel, r["total_tps"], r["tokens"], r["span"],
           statistics.median(r["ttft"]), p90(r["ttft"]), statistics.median(r["tps"]), p90(r["tps"])), flush=True)
+    if parallel == 1:
+        tg, why = llama_batched(r["prompt_tokens"])
+        if tg:
+            print("llama.cpp llama-batched-bench (bf16 GGUF, %d threads, no HTTP): decode 1 sequence %.1f tok/s, "
+                  "%d sequences %.1f tok/s in all: %.2fx" % (threads, tg[1], clients, tg[clients], tg[clients] / tg[1]), flush=True)
+        else:
+            print("llama.cpp llama-batched-bench: " + why, flush=True)
 print("batching speedup (total decode tok/s, --parallel %d vs 1, same run): %.2fx" %
       (clients, res[clients]["total_tps"] / res[1]["total_tps"]))
 print("(p90 of per-client tok/s is the 90th percentile value; the machine may be shared: compare the ratio, not the absolute numbers)")

@@ -3,9 +3,11 @@
 #   python3 tests/server/batching.py same BASE_URL     answers alone == answers among 8
 #   python3 tests/server/batching.py load BASE_URL     64 clients, hang-ups, blocks back to 0
 #   python3 tests/server/batching.py inflight BASE_URL starts 4 streams and prints when they run
+#   python3 tests/server/batching.py prefix BASE_URL MODEL  prompts with a common beginning share
+#                                                       its KV blocks; answers equal ./run --raw
 #
 # Plain http.client, one thread per client. Exit 1 on the first failure.
-import http.client, json, sys, threading, time, urllib.parse, math
+import http.client, json, subprocess, sys, threading, time, urllib.parse, math
 
 def fail(what):
     print("FAIL " + what)
@@ -190,4 +192,63 @@ def inflight():
         fail("in-flight streams at shutdown: %s" % got)
     ok("shutdown: the 4 streams in flight each got 'the server is shutting down'")
 
-{"same": same, "load": load, "inflight": inflight}[sys.argv[1]]()
+def prefix():
+    # One long beginning, four endings: the first request writes the
+    # beginning's blocks, the next three (at once) share them. Each answer,
+    # greedy or seeded, must equal ./run's on the same prompt: one sequence in
+    # its own cache, nothing shared. Then a chat's second turn shares its first.
+    model = sys.argv[3]
+    shared = ("In the beginning God created the heaven and the earth. And the earth was without form, and void; "
+              "and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters.\n")
+    endings = ["And God said", "Let there be", "And the evening", "Who was Moses?"]
+    reqs = [{"prompt": shared + e, "max_tokens": 12, "temperature": 0} if i % 2 == 0 else
+            {"prompt": shared + e, "max_tokens": 12, "temperature": 0.9, "top_k": 40, "seed": 7 + i}
+            for i, e in enumerate(endings)]
+    want = []
+    for b in reqs:
+        flags = ["-t", "0"] if b["temperature"] == 0 else ["-t", "0.9", "-k", "40", "-s", str(b["seed"])]
+        out = subprocess.run(["./run", model, b["prompt"], "--raw", "--no-gen-config", "-n", "12", "--threads", "1",
+                              "--json"] + flags, capture_output=True, text=True)
+        if out.returncode != 0:
+            fail("./run: %s" % out.stderr[-300:])
+        want.append(json.loads(out.stdout)["text"])
+    m0 = metrics()
+    st, _, a = ask({"prompt": shared, "max_tokens": 1, "temperature": 0}, "/v1/completions")
+    n_shared = a["usage"]["prompt_tokens"] if st == 200 else fail("HTTP %d" % st)
+    st, text0, _ = ask(reqs[0], "/v1/completions")
+    res = [None] * 3
+    def run(i):
+        res[i] = ask(dict(reqs[i + 1], stream=i == 1), "/v1/completions")
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    texts = [text0] + [r[1] for r in res]
+    for i in range(4):
+        if texts[i] != want[i]:
+            fail("prefix request %d: %r from the server, %r from ./run" % (i, texts[i], want[i]))
+    m1 = metrics()
+    block = int(m1["lantern_kv_block_tokens"])
+    reused = m1["lantern_prompt_tokens_reused_total"] - m0["lantern_prompt_tokens_reused_total"]
+    # Every request after the first shares the beginning's whole blocks
+    # (the last token of the beginning may merge with the ending: one block less).
+    least = 4 * ((n_shared - 1) // block - 1) * block
+    if reused < least or least <= 0:
+        fail("prefix: %d prompt tokens reused, expected at least %d (%d-token beginning)" % (reused, least, n_shared))
+    ok("4 prompts after a %d-token beginning: %d prompt tokens shared, not prefilled; greedy and seeded answers equal ./run --raw"
+       % (n_shared, reused))
+    # A chat's second turn begins with its first turn (and the answer to it).
+    turn1 = [{"role": "user", "content": "Tell me about the waters and the firmament."}]
+    st, ans, _ = ask({"messages": turn1, "max_tokens": 20, "temperature": 0})
+    before = metrics()["lantern_prompt_tokens_reused_total"]
+    st, _, a = ask({"messages": turn1 + [{"role": "assistant", "content": ans}, {"role": "user", "content": "And then?"}],
+                    "max_tokens": 8, "temperature": 0})
+    reused2 = metrics()["lantern_prompt_tokens_reused_total"] - before
+    if st != 200 or reused2 < block * 2:
+        fail("second chat turn: HTTP %d, %d prompt tokens reused" % (st, reused2))
+    ok("a chat's second turn shares %d of its %d prompt tokens with the first" % (reused2, a["usage"]["prompt_tokens"]))
+    m = metrics()
+    if m["lantern_kv_blocks_used"] != 0 or m["lantern_kv_blocks_cached"] <= 0:
+        fail("after the prefix requests: %d blocks used, %d cached" % (m["lantern_kv_blocks_used"], m["lantern_kv_blocks_cached"]))
+    ok("afterwards: 0 KV blocks used, %d free blocks still cached for the next prompt" % m["lantern_kv_blocks_cached"])
+
+{"same": same, "load": load, "inflight": inflight, "prefix": prefix}[sys.argv[1]]()
