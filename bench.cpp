@@ -19,12 +19,22 @@
 // (an f32 copy of a bf16 model takes twice the file size); `--quant file`
 // measures the weights as the file holds them, e.g. a GGUF file's own mix
 // of types (a Q4_K_M file is several).
-#include <sys/resource.h>
+//
+// Last, memory: the peak resident set, and how much of what was resident
+// after each row was the mapped weight files and how much the process's own
+// memory. The file's own type (bf16 here) is read in place through mmap, so
+// a model far larger than the free memory still runs: its pages are file
+// cache that the kernel can drop and read again.
+//
+// Other shapes of the family (book/17-beyond-05b.md), e.g. Qwen3-0.6B:
+//   build/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
+//   ./run bench models/qwen3-0.6b --quant bf16          (make bench runs it)
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 #include <omp.h>
@@ -48,19 +58,24 @@ static double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Resident memory now and at its peak, in MB (Linux: /proc/self/statm).
-static double rss_now_mb() {
-    long pages = 0, resident = 0;
-    FILE* f = fopen("/proc/self/statm", "r");
+// Memory, in MB, from a line of /proc/self/status: VmRSS (resident now),
+// VmHWM (the peak resident set), RssFile (pages of mapped files: the weights
+// read in place, and the program) and RssAnon (the process's own memory: KV
+// cache, scratch, converted weights). A weight file that is mapped and not
+// copied shows up in RssFile only.
+static double status_mb(const char* key) {
+    FILE* f = fopen("/proc/self/status", "r");
     if (!f) return 0;
-    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    char line[256];
+    double kb = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0 && line[n] == ':') {
+            kb = atof(line + n + 1);
+            break;
+        }
     fclose(f);
-    return resident * 4096.0 / 1e6;
-}
-static double rss_peak_mb() {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1e3;  // kilobytes on Linux
+    return kb / 1e3;
 }
 
 // ---------------------------------------------------------------------------
@@ -349,7 +364,7 @@ int cmd_bench(int argc, char** argv) {
     int max_prompt = *std::max_element(prompts.begin(), prompts.end());
     int ctx = std::min(c.max_pos, std::max(max_prompt, 16 + n_decode) + 1);
     printf("model      %s: %d layers, hidden %d, %.0f M parameters, file %.0f MB; prefill %.3g GFLOP/token\n",
-           m.dir.c_str(), c.n_layers, c.hidden, parameter_count(m) / 1e6, m.file_size / 1e6, flops / 1e9);
+           m.dir.c_str(), c.n_layers, c.hidden, parameter_count(m) / 1e6, weights_bytes(m) / 1e6, flops / 1e9);
     printf("runs       median of %d; decode: %d tokens after a 16-token prompt; prefill %s; KV cache %s\n\n", reps,
            n_decode, stepwise ? "one token per forward (stepwise)" : "one forward per prompt", dtype_name(kv_type));
 
@@ -364,6 +379,7 @@ int cmd_bench(int argc, char** argv) {
     if (lb.bin == "none") lb.why_not = "--llama none";
     else if (access(lb.bin.c_str(), X_OK) != 0)
         lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
+    double anon_mb = 0, file_mb = 0;  // the most seen after a row (its cache and copies still alive)
     for (size_t ti = 0; ti < types.size(); ti++) {
         DType dt = types[ti];
         bool keep = quants[ti] == "file";
@@ -432,7 +448,9 @@ int cmd_bench(int argc, char** argv) {
                 double ltg = median(llama_tg), lpp = median(llama_pp);
                 printf(" %8.1f %6.2fx %8.1f %6.2fx", ltg, decode / ltg, lpp, pp_tps.back() / lpp);
             } else printf(" %8s %7s %8s %7s", "-", "-", "-", "-");
-            printf(" %9.0f\n", rss_now_mb());
+            printf(" %9.0f\n", status_mb("VmRSS"));
+            anon_mb = std::max(anon_mb, status_mb("RssAnon"));
+            file_mb = std::max(file_mb, status_mb("RssFile"));
             fflush(stdout);
         }
     }
@@ -441,6 +459,7 @@ int cmd_bench(int argc, char** argv) {
            "llama.tg, llama.pp: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
            "decode over the same token count and prefill of the largest prompt (medians); ratio: Lantern / llama.cpp.\n");
     if (!lb.why_not.empty()) printf("llama.cpp  not measured: %s\n", lb.why_not.c_str());
-    printf("peak RSS   %.0f MB (the file is %.0f MB)\n", rss_peak_mb(), m.file_size / 1e6);
+    printf("peak RSS   %.0f MB (VmHWM); after a row at most %.0f MB of mapped files and %.0f MB anonymous; weight files %.0f MB\n",
+           status_mb("VmHWM"), file_mb, anon_mb, weights_bytes(m) / 1e6);
     return 0;
 }

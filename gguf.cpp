@@ -296,6 +296,7 @@ static const std::pair<const char*, const char*> LAYER_NAMES[] = {
     {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_v.bias", "self_attn.v_proj.bias"},
     {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},          {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},  // Qwen3
 };
 static const std::pair<const char*, const char*> GLOBAL_NAMES[] = {
     {"token_embd.weight", "model.embed_tokens.weight"},
@@ -320,7 +321,8 @@ static std::string map_name(const std::string& name, bool to_hf) {
 std::string gguf_tensor_name(const std::string& hf_name) { return map_name(hf_name, false); }
 
 // ---------------------------------------------------------------------------
-// The model: hyper-parameters from qwen2.* keys, tensors under HF names.
+// The model: hyper-parameters from the qwen2.* (or qwen3.*) keys, tensors
+// under HF names.
 
 static int64_t need_int(const GGUFFile& f, const std::string& key, int64_t def = -1) {
     const GGUFValue* v = gguf_find(f, key);
@@ -354,23 +356,34 @@ void gguf_open_model(Model& m, const std::string& path) {
     GGUFFile f;
     gguf_parse(f, (const uint8_t*)m.map, m.file_size, path);
     m.header_len = f.data_start;
+    // The architecture names the prefix of every hyper-parameter key:
+    // qwen2.embedding_length, qwen3.embedding_length, ...
     std::string arch = get_str(f, "general.architecture");
-    if (arch != "qwen2") fail("%s: architecture \"%s\" is not supported (qwen2 is)", path.c_str(), arch.c_str());
+    if (arch != "qwen2" && arch != "qwen3")
+        fail("%s: architecture \"%s\" is not supported (qwen2 and qwen3 are)", path.c_str(), arch.c_str());
+    const std::string a = arch + ".";
     Config& c = m.cfg;
-    c.hidden = (int)need_int(f, "qwen2.embedding_length");
-    c.intermediate = (int)need_int(f, "qwen2.feed_forward_length");
-    c.n_layers = (int)need_int(f, "qwen2.block_count");
-    c.n_heads = (int)need_int(f, "qwen2.attention.head_count");
-    c.n_kv_heads = (int)need_int(f, "qwen2.attention.head_count_kv", c.n_heads);
-    c.max_pos = (int)need_int(f, "qwen2.context_length", 32768);
-    c.eps = (float)need_float(f, "qwen2.attention.layer_norm_rms_epsilon", 1e-6);
-    c.rope_theta = (float)need_float(f, "qwen2.rope.freq_base", 10000.0);
-    if (c.hidden % c.n_heads) fail("%s: embedding_length %d is not a multiple of head_count %d", path.c_str(), c.hidden, c.n_heads);
+    c.qwen3 = arch == "qwen3";
+    c.hidden = (int)need_int(f, a + "embedding_length");
+    c.intermediate = (int)need_int(f, a + "feed_forward_length");
+    c.n_layers = (int)need_int(f, a + "block_count");
+    c.n_heads = (int)need_int(f, a + "attention.head_count");
+    c.n_kv_heads = (int)need_int(f, a + "attention.head_count_kv", c.n_heads);
+    c.max_pos = (int)need_int(f, a + "context_length", 32768);
+    c.eps = (float)need_float(f, a + "attention.layer_norm_rms_epsilon", 1e-6);
+    c.rope_theta = (float)need_float(f, a + "rope.freq_base", 10000.0);
     if (c.n_heads % c.n_kv_heads) fail("%s: head_count %d is not a multiple of head_count_kv %d", path.c_str(), c.n_heads, c.n_kv_heads);
-    c.head_dim = c.hidden / c.n_heads;
+    // The head dimension is attention.key_length when the file states it
+    // (Qwen3-0.6B: 128, while embedding_length / head_count = 64), else the
+    // quotient, as llama.cpp reads it. Lantern's heads have one dimension for
+    // queries, keys and values alike.
+    bool stated = gguf_find(f, a + "attention.key_length") != nullptr;
+    if (!stated && c.hidden % c.n_heads)
+        fail("%s: embedding_length %d is not a multiple of head_count %d", path.c_str(), c.hidden, c.n_heads);
+    c.head_dim = (int)need_int(f, a + "attention.key_length", stated ? -1 : c.hidden / c.n_heads);
     if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
-    if (need_int(f, "qwen2.attention.key_length", c.head_dim) != c.head_dim)
-        fail("%s: qwen2.attention.key_length differs from embedding_length / head_count", path.c_str());
+    if (need_int(f, a + "attention.value_length", c.head_dim) != c.head_dim)
+        fail("%s: %sattention.value_length differs from the key length %d", path.c_str(), a.c_str(), c.head_dim);
     const GGUFValue* bos = gguf_find(f, "tokenizer.ggml.bos_token_id");
     const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
     if (bos && bos->type != GGUF_ARRAY && bos->type != GGUF_STRING) c.bos_id = (int)bos->i64;

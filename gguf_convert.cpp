@@ -1,10 +1,11 @@
 // gguf_convert.cpp — `./run convert MODEL OUT.gguf --type TYPE`: a model
 // (folder or GGUF file) written as one GGUF file that llama.cpp loads too.
 //
-// What goes in: the qwen2.* hyper-parameters llama.cpp reads, the tokenizer
-// as tokenizer.ggml.* (so the file runs without a tokenizer.json), and the
-// tensors under llama.cpp's names. Matrices take the chosen type; vectors
-// (norm weights, biases) stay f32, as llama.cpp keeps them.
+// What goes in: the qwen2.* (Qwen3: qwen3.*) hyper-parameters llama.cpp
+// reads, the tokenizer as tokenizer.ggml.* (so the file runs without a
+// tokenizer.json), and the tensors under llama.cpp's names. Matrices take
+// the chosen type; vectors (norm weights, biases) stay f32, as llama.cpp
+// keeps them.
 //
 // Which type a matrix gets. A block format needs rows that are a multiple
 // of its block (32, or 256 for the k-quants). When a row is not, the
@@ -126,32 +127,44 @@ int cmd_convert(int argc, char** argv) {
     const Config& c = m.cfg;
     bool tied = find_tensor(m, "lm_head.weight") == nullptr;
 
+    // Qwen3 is its own architecture for llama.cpp: the same keys under
+    // qwen3.*, the head dimension stated (it need not be hidden / heads).
+    const std::string arch = c.qwen3 ? "qwen3" : "qwen2", a = arch + ".";
     std::vector<GGUFValue> kv;
-    kv.push_back(gguf_str("general.architecture", "qwen2"));
+    kv.push_back(gguf_str("general.architecture", arch));
     std::string name = pos[0];
     while (name.size() > 1 && name.back() == '/') name.pop_back();
     kv.push_back(gguf_str("general.name", name.substr(name.find_last_of('/') + 1)));
     kv.push_back(gguf_u32("general.file_type", ct->file_type));
     kv.push_back(gguf_u32("general.quantization_version", 2));
     kv.push_back(gguf_u32("general.alignment", 32));
-    kv.push_back(gguf_u32("qwen2.context_length", c.max_pos));
-    kv.push_back(gguf_u32("qwen2.embedding_length", c.hidden));
-    kv.push_back(gguf_u32("qwen2.feed_forward_length", c.intermediate));
-    kv.push_back(gguf_u32("qwen2.block_count", c.n_layers));
-    kv.push_back(gguf_u32("qwen2.attention.head_count", c.n_heads));
-    kv.push_back(gguf_u32("qwen2.attention.head_count_kv", c.n_kv_heads));
-    kv.push_back(gguf_f32("qwen2.rope.freq_base", c.rope_theta));
-    kv.push_back(gguf_f32("qwen2.attention.layer_norm_rms_epsilon", c.eps));
+    kv.push_back(gguf_u32(a + "context_length", c.max_pos));
+    kv.push_back(gguf_u32(a + "embedding_length", c.hidden));
+    kv.push_back(gguf_u32(a + "feed_forward_length", c.intermediate));
+    kv.push_back(gguf_u32(a + "block_count", c.n_layers));
+    kv.push_back(gguf_u32(a + "attention.head_count", c.n_heads));
+    kv.push_back(gguf_u32(a + "attention.head_count_kv", c.n_kv_heads));
+    if (c.qwen3) {
+        kv.push_back(gguf_u32(a + "attention.key_length", c.head_dim));
+        kv.push_back(gguf_u32(a + "attention.value_length", c.head_dim));
+    }
+    kv.push_back(gguf_f32(a + "rope.freq_base", c.rope_theta));
+    kv.push_back(gguf_f32(a + "attention.layer_norm_rms_epsilon", c.eps));
     tokenizer_values(kv, tok, c, pos[0]);
 
     // The tensors in the engine's order: embedding, layers, final norm, output.
+    // Qwen2 has q/k/v biases; Qwen3 has none but a norm per q and k head.
+    std::vector<std::string> parts = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_proj.bias",
+                                      "self_attn.k_proj.weight", "self_attn.k_proj.bias", "self_attn.v_proj.weight",
+                                      "self_attn.v_proj.bias", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                                      "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"};
+    if (c.qwen3) parts = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_norm.weight",
+                          "self_attn.k_proj.weight", "self_attn.k_norm.weight", "self_attn.v_proj.weight",
+                          "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"};
     std::vector<std::string> hf = {"model.embed_tokens.weight"};
     for (int l = 0; l < c.n_layers; l++)
-        for (const char* part : {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_proj.bias",
-                                 "self_attn.k_proj.weight", "self_attn.k_proj.bias", "self_attn.v_proj.weight",
-                                 "self_attn.v_proj.bias", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-                                 "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
-            hf.push_back("model.layers." + std::to_string(l) + "." + part);
+        for (const std::string& part : parts) hf.push_back("model.layers." + std::to_string(l) + "." + part);
     hf.push_back("model.norm.weight");
     if (!tied) hf.push_back("lm_head.weight");
 

@@ -781,6 +781,7 @@ int cmd_serve(int argc, char** argv) {
     e.defaults.gen = o.gen;
     e.defaults.fixed_seed = o.seed_given;
     e.defaults.models = {e.model_id};
+    e.defaults.chat = ChatFormat{e.model.cfg.qwen3, true};
     std::string base = e.model_id;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     base = base.substr(base.find_last_of('/') + 1);

@@ -31,8 +31,11 @@ static std::string message_content(const json& m, size_t i) {
 }
 
 // /v1/chat/completions: the messages through the same chat template as
-// `./run "prompt"` (Qwen's default system message when none is given).
-static std::string chat_prompt(const json& b) {
+// `./run "prompt"` (the model's: Qwen2.5's adds its default system message
+// when none is given, Qwen3's does not). Qwen3's thinking switch is spelled
+// as vLLM's and llama.cpp's servers take it:
+// "chat_template_kwargs": {"enable_thinking": false}.
+static std::string chat_prompt(const json& b, const RequestDefaults& d) {
     if (!json_has(b, "messages")) bad_request("messages", "missing_required_parameter", "'messages' is required");
     const json& ms = b["messages"];
     if (!ms.is_array()) bad_request("messages", "invalid_type", "'messages' must be a list of messages");
@@ -49,7 +52,14 @@ static std::string chat_prompt(const json& b) {
                         "'" + param + ".role' is \"" + role + "\"; it must be system, user or assistant");
         msgs.push_back({role, message_content(ms[i], i)});
     }
-    return apply_chat_template(msgs, true);
+    ChatFormat fmt = d.chat;
+    if (json_has(b, "chat_template_kwargs")) {
+        const json& kw = b["chat_template_kwargs"];
+        if (!kw.is_object()) bad_request("chat_template_kwargs", "invalid_type", "'chat_template_kwargs' must be an object");
+        if (json_has(kw, "enable_thinking"))
+            fmt.think = json_as_bool(kw["enable_thinking"], "chat_template_kwargs.enable_thinking", "");
+    }
+    return apply_chat_template(msgs, true, fmt);
 }
 
 // /v1/completions: the prompt goes to the model as written (like --raw).
@@ -134,7 +144,7 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
     r.chat = chat;
     try {
         check_model(b, d);
-        r.prompt_text = chat ? chat_prompt(b) : completion_prompt(b);
+        r.prompt_text = chat ? chat_prompt(b, d) : completion_prompt(b);
         read_generation_fields(b, r, d, fresh_seed);
     } catch (const JsonError& ex) {  // json_read.h names the field and says what is wrong
         bad_request(ex.key, ex.code, ex.what());

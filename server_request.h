@@ -32,6 +32,7 @@ struct RequestDefaults {
     GenerateParams gen;
     bool fixed_seed = false;          // serve --seed: the seed of requests without one (else a fresh one each)
     std::vector<std::string> models;  // what "model" may name; empty: anything
+    ChatFormat chat;                  // the model's template: Qwen2.5's or Qwen3's (thinking on unless a request turns it off)
 };
 
 // Reads the body of POST /v1/chat/completions (chat) or /v1/completions.

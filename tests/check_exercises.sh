@@ -4,9 +4,11 @@
 # For each exercise under chapters/ (chapters/README.md):
 #   - the untouched stub.cpp must build and its checker must say NOT YET
 #     (exit 1): a checker that passes a stub checks nothing;
-#   - the engine's own function in the stub's place (SOLUTION=1) must
-#     build and its checker must say PASS (exit 0): a checker that fails
-#     the real code is wrong;
+#   - the engine's own function in the stub's place (SOLUTION=1; for an
+#     exercise the engine runs inline, tests/data/exercise_solutions/NAME.cpp)
+#     must build and its checker must say PASS (exit 0): a checker that
+#     fails the real code is wrong;
+#   - other correct versions (tests/data/exercise_solutions/) must pass too;
 #   - a known slip (tests/data/exercise_slips/) must fail with a message
 #     that names it.
 # Builds reuse build/exercise/ between runs; each run takes a few seconds
@@ -14,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 q4"
+exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler q4"
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -29,12 +31,23 @@ for ex in $exercises; do
     else echo "FAIL  $ex: the stub should build and fail its checker (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
 done
 
+# Other correct versions: the engine's matmul_plain is not tiled; a tiled one
+# must pass the tiled-matmul checker as well.
+log=build/exercise/tiled-matmul.tiled.log
+STUB=tests/data/exercise_solutions/tiled-matmul.cpp make -s --no-print-directory exercise EX=tiled-matmul >"$log" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q "^PASS  tiled-matmul" "$log"; then echo "ok    tiled-matmul: a tiled solution passes its checker"
+else echo "FAIL  tiled-matmul: the tiled solution does not pass (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
+
 # Known slips (tests/data/exercise_slips/): each checker must fail them and
 # say what the slip is, not only that something differs.
 slips="
 rope   rope_intdiv.cpp          integer division
 top-p  top_p_no_tiebreak.cpp    equal logits are ordered by id
 q8_0   q8_0_rint.cpp            halves away from zero
+tiled-matmul tiled_matmul_partials.cpp  added up in partial sums
+layer  layer_no_bias.cpp        you forgot the bias
+layer  layer_norm_in_place.cpp  adds to x itself, not to its normed copy
+scheduler scheduler_slot_order.cpp  by request id, not by slot index
 q4     q4_k_no_top_bits.cpp     their top 2 bits
 "
 while read -r ex file says; do

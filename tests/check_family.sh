@@ -7,7 +7,10 @@
 #      Qwen3-0.6B shape (2 layers, head_dim 128) are recognised by `run info`
 #      and their logits match the PyTorch reference (tools/compare_torch.py);
 #   3. --no-think appends Qwen3's empty think block to the prompt, and only
-#      for Qwen3.
+#      for Qwen3;
+#   4. `./run serve` on a Qwen3 folder uses Qwen3's template: a chat request
+#      gets the prompt and the greedy answer of `./run` (with
+#      chat_template_kwargs.enable_thinking false: those of --no-think).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d)
@@ -51,6 +54,31 @@ block=$(./run encode models/qwen3-tiny $'<think>\n\n</think>\n\n' 2>/dev/null)
 [ -n "$think" ] && [ "$nothink" = "$think $block" ]; check "--no-think appends <think>\\n\\n</think>\\n\\n to Qwen3's prompt" $?
 [ "$(ids models/tiny "Hi")" = "$(ids models/tiny "Hi" --no-think)" ]; check "--no-think leaves Qwen2.5's template alone" $?
 echo "$think" | grep -q "^151644 "; check "Qwen3's prompt starts with the user turn (no default system message)" $?
+
+# --- 4. serve: Qwen3's template ------------------------------------------------
+./run serve models/qwen3-tiny --port 0 --threads 1 -t 0 2>"$T/serve.log" &
+spid=$!
+trap 'kill $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$T"' EXIT
+port=""
+for _ in $(seq 100); do
+    port=$(sed -nE 's|.*listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$T/serve.log")
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+served() {  # extra JSON fields -> "prompt_tokens text"
+    curl -s --max-time 60 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+        --data-binary "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 6$1}" |
+        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["usage"]["prompt_tokens"], json.dumps(d["choices"][0]["message"]["content"]))'
+}
+cli() {  # flags -> "prompt_tokens text"
+    ./run models/qwen3-tiny "Hi" -t 0 -n 6 --json "$@" 2>/dev/null |
+        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["prompt_ids"]), json.dumps(d["text"]))'
+}
+same() { [ -n "$1" ] && [ "$1" = "$2" ] || { echo "  served: $1; ./run: $2"; return 1; }; }
+a=$(served ""); b=$(cli)
+same "$a" "$b"; check "serve on Qwen3: the prompt length and answer of ./run" $?
+a=$(served ', "chat_template_kwargs": {"enable_thinking": false}'); b=$(cli --no-think)
+same "$a" "$b"; check "serve on Qwen3: enable_thinking false is --no-think" $?
 
 echo "check_family: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -19,6 +19,11 @@
 # A dequantization bug shows up as an error as large as the quantization
 # error or larger. tiny (hidden 64) makes every k-quant fall back, so the
 # k-quants run on a generated model whose rows are multiples of 256.
+# Qwen3 (qwen3-tiny: QK-norm, no q/k/v biases, head_dim 32 != 64 / 4) goes
+# through llama.cpp's qwen3 architecture under the same limits; and for both
+# architectures' f32 files, llama.cpp's argmax after every token of
+# Lantern's 16-token greedy continuation is the token Lantern chose: the
+# greedy continuations are identical.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d tools/node_modules/node-llama-cpp ]; then echo "SKIP: tools/node_modules/node-llama-cpp is not installed"; exit 0; fi
@@ -36,7 +41,16 @@ add() {  # model name type
 }
 for t in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1; do add models/tiny-f32 tiny $t; done
 for t in f32 q4_k q5_k q6_k q4_k_m; do add $work/k256 k256 $t; done
+for t in f32 bf16 q8_0; do add models/qwen3-tiny-f32 qwen3 $t; done
 VOCAB=151936 node tools/llama_logprobs.mjs "$ids" "${pairs[@]}" >/dev/null
+# Greedy: Lantern's prompt and continuation as one id list, written next to
+# llama.cpp's log-probabilities on the same ids.
+for model in tiny qwen3; do
+    ./run $work/$model-f32.gguf "In the beginning" --raw -t 0 --no-gen-config -n 16 --json 2>/dev/null |
+        /usr/bin/python3 -c 'import json,sys; o=json.load(sys.stdin); print(",".join(map(str, o["prompt_ids"] + o["ids"])), len(o["prompt_ids"]))' \
+        >$work/$model-greedy.ids
+    VOCAB=151936 node tools/llama_logprobs.mjs "$(cut -d' ' -f1 $work/$model-greedy.ids)" $work/$model-f32.gguf $work/$model-greedy.llama >/dev/null
+done
 /usr/bin/python3 - "$work" <<'PY'
 import sys, numpy as np
 work = sys.argv[1]
@@ -53,7 +67,8 @@ def nrmse(lp, ref_logits):  # lp: log-probabilities; ref: logits
     ok = np.isfinite(lp)
     return np.sqrt(np.mean((lp[ok] - ref[ok]) ** 2)) / ref_logits.std()
 fails = 0
-for model, types in (("tiny", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1"), ("k256", "f32 q4_k q5_k q6_k q4_k_m")):
+for model, types in (("tiny", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1"), ("k256", "f32 q4_k q5_k q6_k q4_k_m"),
+                     ("qwen3", "f32 bf16 q8_0")):
     f32 = lantern(f"{model}-f32")
     for t in types.split():
         same = nrmse(llama(f"{model}-{t}"), lantern(f"{model}-{t}"))
@@ -62,6 +77,15 @@ for model, types in (("tiny", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1"), ("k256",
         ok = same < limit
         fails += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {model:5s} {t:7s} Lantern vs llama.cpp {same:.5f} (limit {limit:.5f}); llama.cpp vs f32 {quant:.5f}")
+for model in ("tiny", "qwen3"):
+    ids, n_prompt = open(f"{work}/{model}-greedy.ids").read().split()
+    ids, n_prompt = [int(x) for x in ids.split(",")], int(n_prompt)
+    want = ids[n_prompt:]
+    got = list(llama(f"{model}-greedy").argmax(axis=1)[n_prompt - 1:-1])
+    ok = len(want) == 16 and got == want
+    fails += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {model:5s} f32     greedy, {len(want)} tokens: " +
+          ("identical" if ok else f"Lantern {want} llama.cpp {got}"))
 sys.exit(1 if fails else 0)
 PY
 echo "check_gguf_llama: all files loaded by llama.cpp and agree"

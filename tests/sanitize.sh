@@ -23,7 +23,7 @@ run() {  # name, command...
 }
 if [ "$kind" = thread ]; then
     run check_server bash tests/check_server.sh
-    run check_hostile_server bash tests/check_hostile_server.sh
+    HOSTILE_RSS_MIB=512 run check_hostile_server bash tests/check_hostile_server.sh
 else
     run unit_tests "$build/unit_tests" --no-version
     for t in check_cli_errors check_hostile_files check_tokenizer_cli; do run $t bash tests/$t.sh; done

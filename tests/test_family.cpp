@@ -10,37 +10,7 @@
 #include "model.h"
 #include "net.h"
 #include "tokenizer.h"
-
-static std::string read_all(const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-static void write_all(const std::string& p, const std::string& s) {
-    std::ofstream f(p, std::ios::binary);
-    f << s;
-}
-
-// A small F32 model from the generator; `extra` adds flags (--shards, --untied, --preset).
-static std::string gen(const std::string& name, const std::string& extra) {
-    std::string dir = "build/test_models/family-" + name;
-    std::string cmd = "rm -rf " + dir + " && mkdir -p build/test_models && build/gen_model " + extra +
-                      " --dtype f32 --hidden 16 --intermediate 24 --layers 2 --heads 2 --kv-heads 1 --vocab 40"
-                      " --max-pos 64 --tokenizer /nonexistent --out " + dir + " >/dev/null";
-    REQUIRE(system(cmd.c_str()) == 0);
-    return dir;
-}
-
-static std::string load_error(const std::string& dir) {
-    Model m;
-    try {
-        load_model(m, dir);
-    } catch (const LanternError& e) {
-        return e.what();
-    }
-    return "";
-}
+#include "test_util.h"
 
 static std::vector<float> logits_of(const Model& m) {
     Net net;
@@ -53,7 +23,7 @@ static std::vector<float> logits_of(const Model& m) {
 static const char* SHARD2 = "/model-00002-of-00003.safetensors";
 
 TEST_CASE("a sharded folder loads the same tensors and gives the same logits as one file") {
-    std::string one = gen("one", ""), three = gen("three", "--shards 3");
+    std::string one = small_model("family-one"), three = small_model("family-three", "--shards 3");
     Model a, b;
     load_model(a, one);
     load_model(b, three);
@@ -75,7 +45,7 @@ TEST_CASE("a sharded folder loads the same tensors and gives the same logits as 
 }
 
 TEST_CASE("an untied head in shards is its own matrix, not the embedding") {
-    std::string dir = gen("untied", "--untied --shards 2");
+    std::string dir = small_model("family-untied", "--untied --shards 2");
     Model m;
     load_model(m, dir);
     CHECK_FALSE(m.cfg.tie_embeddings);
@@ -86,20 +56,20 @@ TEST_CASE("an untied head in shards is its own matrix, not the embedding") {
     CHECK(head->file == (int)m.files.size() - 1);  // written last, so in the last shard
     // Tied and untied models of the same seed differ only by the head: the logits differ.
     Model tied;
-    load_model(tied, gen("tied", "--shards 2"));
+    load_model(tied, small_model("family-tied", "--shards 2"));
     CHECK(logits_of(m) != logits_of(tied));
     // Without lm_head.weight an untied model cannot load.
-    std::string ix = read_all(dir + "/model.safetensors.index.json");
+    std::string ix = slurp(dir + "/model.safetensors.index.json");
     size_t at = ix.find(",\n    \"lm_head.weight\"");
     REQUIRE(at != std::string::npos);
-    write_all(dir + "/model.safetensors.index.json", ix.substr(0, at) + "\n  }\n}\n");
+    spit(dir + "/model.safetensors.index.json", ix.substr(0, at) + "\n  }\n}\n");
     // The shard still holds it, so the index and the shard disagree first.
     CHECK(load_error(dir).find("lm_head.weight is not listed in") != std::string::npos);
 }
 
 TEST_CASE("index and shards that disagree are one-line errors naming the file") {
     SUBCASE("a shard missing") {
-        std::string dir = gen("noshard", "--shards 3");
+        std::string dir = small_model("family-noshard", "--shards 3");
         REQUIRE(remove((dir + SHARD2).c_str()) == 0);
         std::string e = load_error(dir);
         CHECK(e.find("model-00002-of-00003.safetensors") != std::string::npos);
@@ -107,55 +77,55 @@ TEST_CASE("index and shards that disagree are one-line errors naming the file") 
         CHECK(e.find('\n') == std::string::npos);
     }
     SUBCASE("a tensor listed in the index but not in its shard") {
-        std::string dir = gen("ghost", "--shards 3");
-        std::string ix = read_all(dir + "/model.safetensors.index.json");
+        std::string dir = small_model("family-ghost", "--shards 3");
+        std::string ix = slurp(dir + "/model.safetensors.index.json");
         size_t at = ix.find("\"weight_map\": {") + 15;
         ix.insert(at, "\n    \"model.layers.9.ghost.weight\": \"model-00002-of-00003.safetensors\",");
-        write_all(dir + "/model.safetensors.index.json", ix);
+        spit(dir + "/model.safetensors.index.json", ix);
         std::string e = load_error(dir);
         CHECK(e.find("model.layers.9.ghost.weight") != std::string::npos);
         CHECK(e.find("the shard has no such tensor") != std::string::npos);
     }
     SUBCASE("the same tensor in two shards") {
-        std::string dir = gen("dup", "--shards 3");
+        std::string dir = small_model("family-dup", "--shards 3");
         // Shard 3 becomes a copy of shard 2: its tensors now appear twice.
-        write_all(dir + "/model-00003-of-00003.safetensors", read_all(dir + SHARD2));
+        spit(dir + "/model-00003-of-00003.safetensors", slurp(dir + SHARD2));
         std::string e = load_error(dir);
         CHECK(e.find("is also in model-00002-of-00003.safetensors") != std::string::npos);
     }
     SUBCASE("a tensor in a shard the index does not name for it") {
-        std::string dir = gen("moved", "--shards 3");
-        std::string ix = read_all(dir + "/model.safetensors.index.json");
+        std::string dir = small_model("family-moved", "--shards 3");
+        std::string ix = slurp(dir + "/model.safetensors.index.json");
         size_t at = ix.find("\"model.norm.weight\": \"model-0000");
         REQUIRE(at != std::string::npos);
         ix.replace(at + 32, 1, ix[at + 32] == '1' ? "2" : "1");
-        write_all(dir + "/model.safetensors.index.json", ix);
+        spit(dir + "/model.safetensors.index.json", ix);
         std::string e = load_error(dir);
         CHECK(e.find("model.norm.weight") != std::string::npos);
     }
     SUBCASE("an index without weight_map") {
-        std::string dir = gen("nomap", "--shards 2");
-        write_all(dir + "/model.safetensors.index.json", "{\"metadata\": {}}");
+        std::string dir = small_model("family-nomap", "--shards 2");
+        spit(dir + "/model.safetensors.index.json", "{\"metadata\": {}}");
         CHECK(load_error(dir).find("no \"weight_map\"") != std::string::npos);
     }
     SUBCASE("an index that is not JSON") {
-        std::string dir = gen("badjson", "--shards 2");
-        write_all(dir + "/model.safetensors.index.json", "{\"weight_map\": ");
+        std::string dir = small_model("family-badjson", "--shards 2");
+        spit(dir + "/model.safetensors.index.json", "{\"weight_map\": ");
         std::string e = load_error(dir);
         CHECK(e.find("model.safetensors.index.json: invalid JSON") != std::string::npos);
     }
     SUBCASE("a shard name that leaves the folder") {
-        std::string dir = gen("escape", "--shards 2");
-        std::string ix = read_all(dir + "/model.safetensors.index.json");
+        std::string dir = small_model("family-escape", "--shards 2");
+        std::string ix = slurp(dir + "/model.safetensors.index.json");
         size_t at = ix.find("\"model-00001-of-00002.safetensors\"");
         ix.replace(at, 1, "\"../");
-        write_all(dir + "/model.safetensors.index.json", ix);
+        spit(dir + "/model.safetensors.index.json", ix);
         CHECK(load_error(dir).find("must be the name of a file in the folder") != std::string::npos);
     }
 }
 
 TEST_CASE("Qwen3: head_dim comes from config.json, q_norm/k_norm are required, biases are absent") {
-    std::string dir = gen("qwen3", "--preset qwen3-tiny --head-dim 12");  // 12 != hidden/heads = 8
+    std::string dir = small_model("family-qwen3", "--preset qwen3-tiny --head-dim 12");  // 12 != hidden/heads = 8
     Model m;
     load_model(m, dir);
     CHECK(m.cfg.qwen3);
@@ -167,7 +137,7 @@ TEST_CASE("Qwen3: head_dim comes from config.json, q_norm/k_norm are required, b
     for (float x : l) REQUIRE(std::isfinite(x));
 
     // The norms matter: a model whose q_norm is scaled gives other logits.
-    std::string st = read_all(dir + "/model.safetensors");
+    std::string st = slurp(dir + "/model.safetensors");
     const TensorInfo* qn = find_tensor(m, "model.layers.0.self_attn.q_norm.weight");
     REQUIRE(qn != nullptr);
     std::string scaled = st;
@@ -177,19 +147,19 @@ TEST_CASE("Qwen3: head_dim comes from config.json, q_norm/k_norm are required, b
         v *= 3.0f;
         memcpy(&scaled[qn->offset + 4 * i], &v, 4);
     }
-    write_all(dir + "/model.safetensors", scaled);
+    spit(dir + "/model.safetensors", scaled);
     Model m2;
     load_model(m2, dir);
     CHECK(logits_of(m2) != l);
 
     // Without its k_norm a Qwen3 folder is refused, naming the tensor.
-    std::string cfg = read_all(dir + "/config.json");
-    write_all(dir + "/model.safetensors", st);
+    std::string cfg = slurp(dir + "/config.json");
+    spit(dir + "/model.safetensors", st);
     size_t at = st.find("model.layers.1.self_attn.k_norm.weight");
     REQUIRE(at != std::string::npos);
     std::string renamed = st;
     renamed.replace(at, 38, "model.layers.1.self_attn.k_nrrm.weight");
-    write_all(dir + "/model.safetensors", renamed);
+    spit(dir + "/model.safetensors", renamed);
     CHECK(load_error(dir).find("model.layers.1.self_attn.k_norm.weight is missing") != std::string::npos);
 }
 

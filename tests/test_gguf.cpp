@@ -9,8 +9,10 @@
 //   3. The file: values of every type survive write -> read; broken files
 //      (built in memory) are refused with one line naming the file and the
 //      problem.
-//   4. The model: a bf16 or f32 GGUF written from a folder gives the same
-//      logits as the folder, bit for bit; its tokenizer encodes exactly like
+//   4. The model: a bf16 or f32 GGUF written from a folder (Qwen2, Qwen3,
+//      an untied head from shards) gives the same logits as the folder, bit
+//      for bit; Qwen3 goes under qwen3.* keys with its head dimension and
+//      q/k norms; its tokenizer encodes exactly like
 //      tokenizer.json on llama.cpp's Qwen2 vectors and the golden corpus.
 #include <doctest/doctest.h>
 #include <cmath>
@@ -243,7 +245,8 @@ static std::vector<float> logits_of(const std::string& path, const std::vector<i
 
 TEST_CASE("gguf: a bf16 / f32 GGUF gives the folder's logits bit for bit") {
     std::vector<int> toks = {9707, 11, 1879, 0, 576};
-    for (const char* pair : {"models/tiny bf16", "models/tiny-f32 f32"}) {
+    for (const char* pair : {"models/tiny bf16", "models/tiny-f32 f32", "models/qwen3-tiny bf16", "models/qwen3-tiny-f32 f32",
+                             "models/tiny-untied-sharded f32"}) {
         std::string s = pair, model = s.substr(0, s.find(' ')), type = s.substr(s.find(' ') + 1);
         INFO(model);
         std::string file = convert_to(model, type);
@@ -287,6 +290,45 @@ static std::string slurp(const std::string& path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
+}
+
+TEST_CASE("gguf: Qwen3 is written and read as architecture qwen3") {
+    std::string file = convert_to("models/qwen3-tiny", "bf16");
+    std::string bytes = slurp(file);
+    GGUFFile f;
+    gguf_parse(f, (const uint8_t*)bytes.data(), bytes.size(), file);
+    REQUIRE(gguf_find(f, "general.architecture") != nullptr);
+    CHECK(gguf_find(f, "general.architecture")->str == "qwen3");
+    CHECK(gguf_find(f, "qwen2.embedding_length") == nullptr);
+    // qwen3-tiny: hidden 64 and 4 heads, but head_dim 32 (not 64 / 4).
+    Model folder;
+    load_model(folder, "models/qwen3-tiny");
+    REQUIRE(gguf_find(f, "qwen3.attention.key_length") != nullptr);
+    CHECK(gguf_find(f, "qwen3.attention.key_length")->i64 == folder.cfg.head_dim);
+    CHECK(gguf_find(f, "qwen3.attention.value_length")->i64 == folder.cfg.head_dim);
+    CHECK(folder.cfg.head_dim != folder.cfg.hidden / folder.cfg.n_heads);
+    int norms = 0, biases = 0;
+    for (const GGUFTensor& t : f.tensors) {
+        bool norm = t.name.find("attn_q_norm.weight") != std::string::npos || t.name.find("attn_k_norm.weight") != std::string::npos;
+        norms += norm;
+        biases += t.name.find(".bias") != std::string::npos;
+        if (norm) CHECK(t.ne == std::vector<int64_t>{folder.cfg.head_dim});
+    }
+    CHECK(norms == 2 * folder.cfg.n_layers);
+    CHECK(biases == 0);
+    Model m;
+    load_model(m, file);
+    CHECK(m.cfg.qwen3);
+    CHECK(m.cfg.head_dim == folder.cfg.head_dim);
+    CHECK(m.layers[0].k_norm == folder.layers[0].k_norm);
+    // Without its k-norm a Qwen3 layer cannot load; the error names llama.cpp's tensor.
+    size_t at = bytes.find("blk.1.attn_k_norm.weight");
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, 24, "blk.1.attn_k_XXXX.weight");
+    std::ofstream("build/test_broken.gguf", std::ios::binary) << bytes;
+    Model m2;
+    CHECK_THROWS_WITH_AS(load_model(m2, "build/test_broken.gguf"), doctest::Contains("tensor blk.1.attn_k_norm.weight is missing"),
+                         LanternError);
 }
 
 TEST_CASE("gguf: the tokenizer from the file encodes exactly like tokenizer.json") {

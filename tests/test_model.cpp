@@ -9,39 +9,10 @@
 #include <nlohmann/json.hpp>
 #include "model.h"
 #include "net.h"
-
-static std::string slurp(const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-static void spit(const std::string& p, const std::string& s) {
-    std::ofstream f(p, std::ios::binary);
-    f << s;
-}
-
-// A small F32 model made by the generator, copied fresh for each damage.
-static std::string fresh_model(const std::string& name) {
-    std::string dir = "build/test_models/" + name;
-    std::string cmd = "mkdir -p build/test_models && build/gen_model --dtype f32 --hidden 16 --intermediate 24 --layers 2 "
-                      "--heads 2 --kv-heads 1 --vocab 40 --max-pos 64 --tokenizer /nonexistent --out " + dir + " >/dev/null";
-    REQUIRE(system(cmd.c_str()) == 0);
-    return dir;
-}
-
-static std::string load_error(const std::string& dir) {
-    Model m;
-    try {
-        load_model(m, dir);
-    } catch (const LanternError& e) {
-        return e.what();
-    }
-    return "";
-}
+#include "test_util.h"
 
 TEST_CASE("a generated model loads and its tensors match the config") {
-    std::string dir = fresh_model("good");
+    std::string dir = small_model("good");
     Model m;
     load_model(m, dir);
     CHECK(m.cfg.hidden == 16);
@@ -56,7 +27,7 @@ TEST_CASE("a generated model loads and its tensors match the config") {
 
 TEST_CASE("damaged inputs give one-line errors naming the file and the problem") {
     SUBCASE("truncated file") {
-        std::string dir = fresh_model("truncated");
+        std::string dir = small_model("truncated");
         std::string st = slurp(dir + "/model.safetensors");
         spit(dir + "/model.safetensors", st.substr(0, st.size() - 100));
         std::string e = load_error(dir);
@@ -64,7 +35,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(e.find("outside") != std::string::npos);
     }
     SUBCASE("header length past the end") {
-        std::string dir = fresh_model("hdrlen");
+        std::string dir = small_model("hdrlen");
         std::string st = slurp(dir + "/model.safetensors");
         st[6] = 0x7f;  // header length now ~ 2^54
         spit(dir + "/model.safetensors", st);
@@ -72,12 +43,12 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(e.find("header length") != std::string::npos);
     }
     SUBCASE("file shorter than 8 bytes") {
-        std::string dir = fresh_model("short");
+        std::string dir = small_model("short");
         spit(dir + "/model.safetensors", "abc");
         CHECK(load_error(dir).find("too short") != std::string::npos);
     }
     SUBCASE("a tensor missing") {
-        std::string dir = fresh_model("missing");
+        std::string dir = small_model("missing");
         std::string st = slurp(dir + "/model.safetensors");
         size_t at = st.find("model.layers.1.mlp.up_proj.weight");
         REQUIRE(at != std::string::npos);
@@ -87,7 +58,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(e.find("model.layers.1.mlp.up_proj.weight is missing") != std::string::npos);
     }
     SUBCASE("a wrong shape") {
-        std::string dir = fresh_model("shape");
+        std::string dir = small_model("shape");
         std::string cfg = slurp(dir + "/config.json");
         size_t at = cfg.find("\"intermediate_size\": 24");
         REQUIRE(at != std::string::npos);
@@ -98,13 +69,13 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(e.find("[12, 16]") != std::string::npos);
     }
     SUBCASE("bad JSON in config.json") {
-        std::string dir = fresh_model("badcfg");
+        std::string dir = small_model("badcfg");
         spit(dir + "/config.json", "{\"hidden_size\": 16,");
         std::string e = load_error(dir);
         CHECK(e.find("config.json: invalid JSON") != std::string::npos);
     }
     SUBCASE("bad JSON in the safetensors header") {
-        std::string dir = fresh_model("badhdr");
+        std::string dir = small_model("badhdr");
         std::string st = slurp(dir + "/model.safetensors");
         st[8] = '[';
         st[9] = '{';
@@ -112,7 +83,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(load_error(dir).find("header is not valid JSON") != std::string::npos);
     }
     SUBCASE("unsupported dtype") {
-        std::string dir = fresh_model("dtype");
+        std::string dir = small_model("dtype");
         std::string st = slurp(dir + "/model.safetensors");
         size_t at = st.find("\"F32\"");
         st.replace(at, 5, "\"I32\"");
@@ -120,7 +91,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
         CHECK(load_error(dir).find("unsupported dtype I32") != std::string::npos);
     }
     SUBCASE("overlapping tensors") {
-        std::string dir = fresh_model("overlap");
+        std::string dir = small_model("overlap");
         std::string st = slurp(dir + "/model.safetensors");
         // the final norm (16 floats = 64 bytes) is written last; point it at the bytes before it
         size_t at = st.find("\"model.norm.weight\"");
@@ -144,7 +115,7 @@ TEST_CASE("damaged inputs give one-line errors naming the file and the problem")
 // foreign exceptions, 2000000000 layers died in std::bad_alloc, 4294967304
 // became 8, and a deeply nested model_type overflowed the stack in dump().)
 TEST_CASE("hostile config.json values are refused with the key named") {
-    std::string dir = fresh_model("hostile_config");
+    std::string dir = small_model("hostile_config");
     const std::string good = slurp(dir + "/config.json");
     REQUIRE(good.find("\"hidden_size\": 16") != std::string::npos);
     auto with = [&](const std::string& key, const std::string& raw) {  // key set to raw JSON text
@@ -181,7 +152,7 @@ TEST_CASE("hostile config.json values are refused with the key named") {
 }
 
 TEST_CASE("the KV cache limit is a clear error, not a crash") {
-    std::string dir = fresh_model("ctx");
+    std::string dir = small_model("ctx");
     Model m;
     load_model(m, dir);
     Net net;

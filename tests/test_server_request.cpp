@@ -128,3 +128,26 @@ TEST_CASE("server request: the model field names the loaded model or gets 404") 
         CHECK(e.param + " " + e.code == "model invalid_type");
     }
 }
+
+// `./run serve` on a Qwen3 folder passes the model's template in the
+// defaults: no default system message, and a request may switch thinking
+// off as vLLM's and llama.cpp's servers take it.
+TEST_CASE("server request: the model's chat template, Qwen3's thinking switchable per request") {
+    const std::string user_turn = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+    const std::string no_think = "\"chat_template_kwargs\": {\"enable_thinking\": false}";
+    RequestDefaults q3;
+    q3.chat.qwen3 = true;
+    CHECK(parse(std::string("{") + HI + "}", true, q3).prompt_text == user_turn);
+    CHECK(parse(std::string("{") + HI + ", " + no_think + "}", true, q3).prompt_text == user_turn + "<think>\n\n</think>\n\n");
+    CHECK(parse(std::string("{") + HI + ", \"chat_template_kwargs\": {\"enable_thinking\": true}}", true, q3).prompt_text ==
+          user_turn);
+    // Qwen2.5 (the plain defaults): its default system message first; the switch changes nothing.
+    std::string q25 = parse(std::string("{") + HI + "}", true).prompt_text;
+    CHECK(q25.rfind("<|im_start|>system\n", 0) == 0);
+    CHECK(q25.size() > user_turn.size());
+    CHECK(q25.compare(q25.size() - user_turn.size(), user_turn.size(), user_turn) == 0);
+    CHECK(parse(std::string("{") + HI + ", " + no_think + "}", true).prompt_text == q25);
+    CHECK(error_of(std::string("{") + HI + ", \"chat_template_kwargs\": 3}") == "chat_template_kwargs invalid_type");
+    CHECK(error_of(std::string("{") + HI + ", \"chat_template_kwargs\": {\"enable_thinking\": \"no\"}}") ==
+          "chat_template_kwargs.enable_thinking invalid_type");
+}

@@ -12,6 +12,7 @@
 #include <utf8proc.h>
 #include "common.h"
 #include "tokenizer.h"
+#include "test_util.h"
 
 static const char* QWEN_TOKENIZER = "models/qwen-tokenizer/tokenizer.json";
 static const char* DATA = "tests/data/tokenizer/";
@@ -29,13 +30,6 @@ static std::string scratch(const std::string& name) {
     return dir + "/" + name;
 }
 
-static std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    REQUIRE_MESSAGE(f.good(), "cannot read " << path << " (run from the repo root; make deps fetches the tokenizer)");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // Loaded once: every case below uses the same Qwen tokenizer.
 static const Tokenizer& qwen() {

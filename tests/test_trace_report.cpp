@@ -13,15 +13,10 @@
 
 #include "generate.h"
 #include "trace_report.h"
+#include "test_util.h"
 
 int cmd_generate(int argc, char** argv);  // run.cpp
 
-static std::string slurp(const std::string& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 static std::string with_number(const char* f, int n) {
     char b[128];
