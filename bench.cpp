@@ -1,7 +1,7 @@
 // bench.cpp — ./run bench: the measuring tool of the performance chapter.
 //
 //   ./run bench [MODEL] [--threads N] [--kernels fast,avx2,scalar,...] [--llama PATH|none]
-//               [--quant bf16,q8_0,f16,f32] [--reps 3] [--prompts 16,128]
+//               [--quant bf16,q8_0,q4_0,...,file] [--reps 3] [--prompts 16,128]
 //               [--decode 64] [--prefill batched|stepwise] [--kv-type f32|f16|bf16]
 //
 // First the machine: how many bytes per second can the cores read from
@@ -16,7 +16,9 @@
 // tok/s for each prompt length (one forward over the whole prompt), and
 // decode tok/s over --decode tokens after a 16-token prompt, each the median
 // of --reps runs. Weight types other than the file's are converted in memory
-// (an f32 copy of a bf16 model takes twice the file size).
+// (an f32 copy of a bf16 model takes twice the file size); `--quant file`
+// measures the weights as the file holds them, e.g. a GGUF file's own mix
+// of types (a Q4_K_M file is several).
 //
 // Last, memory: the peak resident set, and how much of what was resident
 // after each row was the mapped weight files and how much the process's own
@@ -40,6 +42,7 @@
 #include <immintrin.h>
 #endif
 #include "cli.h"
+#include "gguf.h"
 #include "quants.h"
 #include "kernels.h"
 #include "model.h"
@@ -203,13 +206,15 @@ static void collect_weights(Model& m, Weights& w) {
 }
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
-static bool use_weights(Model& m, Weights& w, DType dt) {
+// keep: the weights as loaded.
+static bool use_weights(Model& m, Weights& w, DType dt, bool keep) {
     bool tied = m.lm_head.data == m.embed.data;
     w.storage.clear();  // frees the previous copies before making new ones
     w.storage.shrink_to_fit();
     w.storage.reserve(w.mats.size());
     for (size_t i = 0; i < w.mats.size(); i++) *w.mats[i] = w.original[i];
     if (tied) m.embed = m.lm_head;
+    if (keep) return true;
     for (size_t i = 0; i < w.mats.size(); i++) {
         const Mat& o = w.original[i];
         DType t = block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
@@ -241,7 +246,8 @@ static double prefill_flops_per_token(const Model& m) {
 
 // llama.cpp, measured in the same run: its own benchmark, llama-bench,
 // built natively for this machine by tools/build_llama_bench.sh, on the
-// same weights written as GGUF by `./run convert` (cached in build/bench/).
+// same weights written as GGUF by `./run convert` (cached in build/bench/),
+// or, with --quant file on a GGUF model, on that very file.
 // Called between Lantern's runs, with the same thread count, so both see
 // the same machine load. Without the binary or the GGUF the columns say
 // "not measured".
@@ -250,7 +256,7 @@ struct LlamaBench {
     std::string why_not;  // empty when it can run
 };
 
-// The GGUF of `model_dir` in weight type dt (bf16 or q8_0), made once.
+// The GGUF of `model_dir` in weight type dt, made once.
 static std::string gguf_for(const std::string& model_dir, DType dt, std::string& why_not) {
     std::string name = model_dir;
     for (char& ch : name)
@@ -327,10 +333,9 @@ int cmd_bench(int argc, char** argv) {
     if (!o.llama_bench.empty()) lb.bin = o.llama_bench;
     std::vector<KernelSet> sets;
     for (const std::string& k : kernels) sets.push_back(parse_kernel_set("--kernels", k));
-    std::vector<DType> types;
-    for (const std::string& q : quants) {
-        types.push_back(q == "none" ? DType::BF16 : parse_weight_type("--quant", q));  // quants.h
-    }
+    std::vector<DType> types;  // "file": the weights as loaded (marked by keep below)
+    for (const std::string& q : quants)
+        types.push_back(q == "none" ? DType::BF16 : q == "file" ? DType::F32 : parse_weight_type("--quant", q));  // quants.h
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     printf("machine    %d threads, --kernels fast runs %s here\n", g_kernels.threads,
@@ -375,14 +380,19 @@ int cmd_bench(int argc, char** argv) {
     else if (access(lb.bin.c_str(), X_OK) != 0)
         lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
     double anon_mb = 0, file_mb = 0;  // the most seen after a row (its cache and copies still alive)
-    for (DType dt : types) {
-        if (!use_weights(m, w, dt)) {
-            printf("%-5s (skipped: columns not a multiple of 32)\n", dtype_name(dt));
+    for (size_t ti = 0; ti < types.size(); ti++) {
+        DType dt = types[ti];
+        bool keep = quants[ti] == "file";
+        const char* label = keep ? "file" : dtype_name(dt);
+        if (!use_weights(m, w, dt, keep)) {
+            printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
         }
-        // llama.cpp reads the same weights as GGUF: bf16 and q8_0 here.
+        // llama.cpp reads the same weights as GGUF: the file itself, or a
+        // conversion of the model into that type.
         std::string gguf;
-        if (lb.why_not.empty() && (dt == DType::BF16 || dt == DType::Q8_0)) gguf = gguf_for(path, dt, lb.why_not);
+        if (lb.why_not.empty() && keep && is_gguf_path(path)) gguf = path;
+        else if (lb.why_not.empty()) gguf = gguf_for(path, keep ? w.original.back().dtype : dt, lb.why_not);
         double bytes = weight_bytes(w);
         for (KernelSet set : sets) {
             kernels_init(set, threads);
@@ -430,7 +440,7 @@ int cmd_bench(int argc, char** argv) {
             double decode = tg.empty() ? 0 : median(tg);
             double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
 
-            printf("%-5s %-7s %3d", dtype_name(dt), kernel_path_name(), g_kernels.threads);
+            printf("%-5s %-7s %3d", label, kernel_path_name(), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / peak);

@@ -221,11 +221,10 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         {"bench", "--kernels", "LIST", "fast", "kernel sets to measure: fast,scalar,plain", [&](const char* v) {
              o.bench_kernels = split_commas(v);
              for (const std::string& k : o.bench_kernels) parse_kernel_set("--kernels", k); }},
-        {"bench", "--quant", "LIST", "bf16,q8_0", "weight types to measure: bf16,q8_0,f16,f32", [&](const char* v) {
+        {"bench", "--quant", "LIST", "bf16,q8_0", "weight types to measure (bf16,q8_0,q4_0,...), or file: the weights as the file holds them", [&](const char* v) {
              o.bench_quants = split_commas(v);
              for (const std::string& q : o.bench_quants)
-                 if (q != "bf16" && q != "none" && q != "q8_0" && q != "f16" && q != "f32")
-                     fail("--quant: \"%s\" is not bf16, q8_0, f16 or f32", q.c_str()); }},
+                 if (q != "none" && q != "file") parse_weight_type("--quant", q); }},
         {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
              o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
         // convert

@@ -224,8 +224,8 @@ void gguf_parse(GGUFFile& f, const uint8_t* data, size_t size, const std::string
             fail("%s: tensor %s: offset %llu is not a multiple of the alignment %u", path.c_str(), t.name.c_str(),
                  (unsigned long long)t.offset, f.alignment);
         if (t.offset > data_size || t.nbytes > data_size - t.offset)
-            fail("%s: tensor %s: bytes [%llu, %llu) lie outside the %zu-byte data section (truncated file?)", path.c_str(),
-                 t.name.c_str(), (unsigned long long)t.offset, (unsigned long long)(t.offset + t.nbytes), data_size);
+            fail("%s: tensor %s: %zu bytes at offset %llu lie outside the %zu-byte data section (truncated file?)",
+                 path.c_str(), t.name.c_str(), t.nbytes, (unsigned long long)t.offset, data_size);
     }
     std::vector<const GGUFTensor*> byoff;
     for (const GGUFTensor& t : f.tensors) byoff.push_back(&t);
@@ -444,6 +444,11 @@ void gguf_load_tokenizer(Tokenizer& tok, const std::string& path) {
         fail("%s: tokenizer.ggml.merges is missing or not an array of strings", path.c_str());
     if (types && (types->type != GGUF_ARRAY || types->nums.size() != tokens->strs.size()))
         fail("%s: tokenizer.ggml.token_type must be an array as long as tokenizer.ggml.tokens", path.c_str());
+    // Every id the tokenizer can produce must have a row in the embedding.
+    for (const GGUFTensor& t : f.tensors)
+        if (t.name == "token_embd.weight" && (size_t)t.ne.back() < tokens->strs.size())
+            fail("%s: tokenizer.ggml.tokens has %zu entries, token_embd.weight only %lld rows", path.c_str(),
+                 tokens->strs.size(), (long long)t.ne.back());
     using json = nlohmann::json;
     json vocab = json::object(), added = json::array(), merge_list = json::array();
     for (size_t i = 0; i < tokens->strs.size(); i++) {

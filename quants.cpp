@@ -232,6 +232,12 @@ static void dequantize_block_k(const uint8_t* in, float* y, int bits) {
     }
 }
 
+// Q4_0 and Q4_K, the two formats book/16 decodes by hand, each under a name of
+// its own: dequantize_row calls these, and the exercise chapters/q4 has the
+// student write them.
+void dequantize_block_q4_0(const uint8_t* in, float* y) { dequantize_block32(in, y, 4, false); }
+void dequantize_block_q4_k(const uint8_t* in, float* y) { dequantize_block_k(in, y, 4); }
+
 // ---------------------------------------------------------------------------
 // Q6_K: 16 sub-blocks of 16 weights, q in 0..63 centred on 32, one int8
 // scale per sub-block relative to one f16 d. Weight i of the super-block
@@ -326,11 +332,11 @@ void dequantize_row(DType t, const void* in, int n, float* out) {
                 for (int j = 0; j < 32; j++) yb[j] = d * (float)(int8_t)ib[2 + j];
                 break;
             }
-            case DType::Q4_0: dequantize_block32(ib, yb, 4, false); break;
+            case DType::Q4_0: dequantize_block_q4_0(ib, yb); break;
             case DType::Q4_1: dequantize_block32(ib, yb, 4, true); break;
             case DType::Q5_0: dequantize_block32(ib, yb, 5, false); break;
             case DType::Q5_1: dequantize_block32(ib, yb, 5, true); break;
-            case DType::Q4_K: dequantize_block_k(ib, yb, 4); break;
+            case DType::Q4_K: dequantize_block_q4_k(ib, yb); break;
             case DType::Q5_K: dequantize_block_k(ib, yb, 5); break;
             case DType::Q6_K: dequantize_block_q6_k(ib, yb); break;
             default: break;

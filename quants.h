@@ -33,6 +33,10 @@ const char* weight_type_list();  // "f32, f16, bf16, q8_0, ..." for messages
 // kernels and the tests compare against it.
 void quantize_row(DType t, const float* x, int n, uint8_t* out);
 void dequantize_row(DType t, const void* in, int n, float* out);
+// One block of 32 Q4_0 weights (18 bytes), one super-block of 256 Q4_K
+// weights (144 bytes): what dequantize_row does for those two types.
+void dequantize_block_q4_0(const uint8_t* in, float* y);
+void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
 

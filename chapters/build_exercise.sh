@@ -53,6 +53,7 @@ q8_0         kernels.cpp    quantize_row_q8_0
 tiled-matmul kernels.cpp    matmul_plain
 layer        -              decoder_layer
 scheduler    -              plan_step
+q4           quants.cpp     dequantize_block_q4_0 dequantize_block_q4_k
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"

@@ -37,4 +37,5 @@ expect_error "notok/tokenizer.json: not found" ./run encode $t/notok "hi"
 expect_error "models/tokenizer.json: not found" ./run decode models 1
 expect_error "tokdir/tokenizer.json: is a directory" ./run $t/tokdir "hi"
 expect_error "config.json: is a directory" ./run info $t/dirs
+expect_error "\-\-quant: \"iq2_xs\" is not one of" ./run bench models/tiny --quant file,iq2_xs
 [ $fails = 0 ]

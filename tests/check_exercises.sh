@@ -16,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler"
+exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler q4"
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -48,6 +48,7 @@ tiled-matmul tiled_matmul_partials.cpp  added up in partial sums
 layer  layer_no_bias.cpp        you forgot the bias
 layer  layer_norm_in_place.cpp  adds to x itself, not to its normed copy
 scheduler scheduler_slot_order.cpp  by request id, not by slot index
+q4     q4_k_no_top_bits.cpp     their top 2 bits
 "
 while read -r ex file says; do
     [ -n "$ex" ] || continue

@@ -190,7 +190,9 @@ TEST_CASE("gguf: values of every type survive write -> read") {
     arr.key = "a", arr.type = GGUF_ARRAY, arr.elem_type = GGUF_I32, arr.nums = {1, -2, 3};
     GGUFValue sarr;
     sarr.key = "sa", sarr.type = GGUF_ARRAY, sarr.elem_type = GGUF_STRING, sarr.strs = {"x", "", "yz"};
-    kv.insert(kv.end(), {i8, f64, arr, sarr});
+    // Floats with no int64 value: read as numbers, their integer view 0.
+    GGUFValue nan = gguf_f32("nan", NAN), big = gguf_f32("big", 1e30f);
+    kv.insert(kv.end(), {i8, f64, arr, sarr, nan, big});
     float data[5] = {1, 2, 3, 4, 5};
     GGUFTensorOut t;
     t.info.name = "v", t.info.ggml_type = 0, t.info.ne = {5}, t.info.nbytes = 20, t.data = data;
@@ -211,6 +213,10 @@ TEST_CASE("gguf: values of every type survive write -> read") {
     CHECK(gguf_find(f, "f64")->num == 1e-300);
     CHECK(gguf_find(f, "a")->nums == std::vector<double>{1, -2, 3});
     CHECK(gguf_find(f, "sa")->strs == std::vector<std::string>{"x", "", "yz"});
+    CHECK(std::isnan(gguf_find(f, "nan")->num));
+    CHECK(gguf_find(f, "nan")->i64 == 0);
+    CHECK(gguf_find(f, "big")->num == (double)1e30f);
+    CHECK(gguf_find(f, "big")->i64 == 0);
     REQUIRE(f.tensors.size() == 2);
     CHECK(f.tensors[1].offset == 32);  // 20 bytes, padded to the alignment
     CHECK(std::memcmp(bytes.data() + f.data_start + 32, data, 20) == 0);
