@@ -25,6 +25,7 @@
 #include "net.h"
 #include "quants.h"
 #include "tokenizer.h"
+#include "test_util.h"
 
 static const DType BLOCK_TYPES[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                     DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
@@ -284,13 +285,6 @@ TEST_CASE("gguf: shape, missing tensor and architecture problems name the file")
     CHECK_THROWS_WITH_AS(load_model(m3, "build/test_broken.gguf"), doctest::Contains("the hyper-parameters imply"), LanternError);
 }
 
-static std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    REQUIRE(f.good());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 TEST_CASE("gguf: Qwen3 is written and read as architecture qwen3") {
     std::string file = convert_to("models/qwen3-tiny", "bf16");
