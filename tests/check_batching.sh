@@ -20,22 +20,9 @@ for need in ./run "$MODEL/model.safetensors"; do
 done
 command -v curl >/dev/null || { echo "FAIL: needs curl (make deps)"; exit 1; }
 
-TMP=$(mktemp -d)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill "$p" 2>/dev/null; done
-    for p in $PIDS; do wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
-
-# start_server NAME FLAGS...: sets URL and SERVER (its pid); the log is $TMP/NAME.log.
 . tests/server/lib.sh
-start_server() {
-    local name=$1; shift
-    serve "$TMP/$name.log" "$MODEL" --threads 1 "$@" || fail "$name: the server did not start"
-}
+TMP=$(mktemp -d)
+trap 'stop_servers; rm -rf "$TMP"' EXIT
 
 start_server same --parallel 8 --batch-tokens 64
 timeout 300 python3 tests/server/batching.py same "$URL" || fail "same answers"

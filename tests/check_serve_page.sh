@@ -16,24 +16,22 @@ for need in ./run "$MODEL/model.safetensors"; do
     [ -e "$need" ] || { echo "FAIL: $need missing (make, make models)"; exit 1; }
 done
 
+. tests/server/lib.sh
 TMP=$(mktemp -d)
-SERVER=""
 OTHERS=""
 cleanup() {
     [ -n "$OTHERS" ] && kill "$OTHERS" 2>/dev/null
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null
+    stop_servers
     wait 2>/dev/null
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; tail -5 "$TMP/server.log" 2>/dev/null; exit 1; }
 ok() { echo "ok   $*"; }
 browser() {
     timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
         --disable-component-update --disable-sync --user-data-dir="$TMP/profile" --enable-logging=stderr --log-level=0 "$@"
 }
 
-. tests/server/lib.sh
 serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 --no-gen-config || fail "the server did not start"
 
 curl -s -D "$TMP/head" "$URL/" >"$TMP/page.html"

@@ -19,24 +19,10 @@ for need in ./run "$MODEL/model.safetensors" tools/node_modules/openai; do
 done
 command -v curl >/dev/null && command -v node >/dev/null || { echo "FAIL: needs curl and node (make deps)"; exit 1; }
 
-TMP=$(mktemp -d)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill "$p" 2>/dev/null; done
-    for p in $PIDS; do wait "$p" 2>/dev/null; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
-ok() { echo "ok   $*"; }
-
-# start_server NAME FLAGS...: sets URL; the log is $TMP/NAME.log.
 . tests/server/lib.sh
-start_server() {
-    local name=$1; shift
-    serve "$TMP/$name.log" "$MODEL" --threads 1 "$@" || fail "$name: the server did not start"
-    curl -sf --max-time 5 "$URL/health" >/dev/null || fail "$name: /health does not answer"
-}
+TMP=$(mktemp -d)
+trap 'stop_servers; rm -rf "$TMP"' EXIT
+ok() { echo "ok   $*"; }
 
 # post PATH BODY: prints the status code; the body lands in $TMP/body.
 post() { curl -s --max-time 60 -o "$TMP/body" -w '%{http_code}' "$URL$1" -H 'Content-Type: application/json' --data-binary "$2"; }

@@ -20,3 +20,18 @@ serve() {
     done
     return 1
 }
+
+# For a check that starts several servers on $MODEL, with their logs in the
+# folder $TMP: stop_servers kills and waits for every one started, fail
+# prints the logs' last lines and exits 1, and start_server NAME FLAGS...
+# starts one (log $TMP/NAME.log, one thread) and waits until /health answers.
+stop_servers() {
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+    for p in $PIDS; do wait "$p" 2>/dev/null; done
+}
+fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+start_server() {
+    local name=$1; shift
+    serve "$TMP/$name.log" "$MODEL" --threads 1 "$@" || fail "$name: the server did not start"
+    curl -sf --max-time 5 "$URL/health" >/dev/null || fail "$name: /health does not answer"
+}
