@@ -191,6 +191,11 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
 // the weighted sum of the value rows.
 void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                           size_t stride, DType kv_type, int n, int head_dim) {
+    std::vector<float> own;  // no caller's buffer (no trace): this one call's
+    if (!scores) {
+        own.resize(n);
+        scores = own.data();
+    }
     float scale = 1.0f / std::sqrt((float)head_dim);
     for (int j = 0; j < n; j++) scores[j] = vec_dot_plain(q, keys + j * stride, kv_type, head_dim) * scale;
     softmax(scores, n);

@@ -56,6 +56,7 @@ struct SimdKernels {
                     float out[MAX_TILE][MAX_TILE]);
     float (*dot)(const float* a, const uint8_t* b, DType bt, int n);  // one attention score
     void (*axpy)(float* y, float alpha, const uint8_t* x, DType xt, int n);  // y += alpha * x
+    void (*exp_shift)(float* x, float m, int n);  // x[i] = exp(x[i] - m), x[i] <= m: kernels_fast.cpp's polynomial
 };
 extern const SimdKernels SCALAR_KERNELS;
 extern const SimdKernels AVX2_KERNELS;    // defined only on x86-64
@@ -107,12 +108,20 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
 //   out       = sum_j scores[j] * v_j                    out, q: [head_dim]
 // k_j and v_j are head_dim values of kv_type at keys + j*stride and
 // values + j*stride (stride in bytes: one cache row, all KV heads).
+// `scores` may be nullptr: only a trace wants the weights. The plain kernel
+// computes all n scores, then the softmax; the fast one goes over the keys
+// in blocks of ATT_BLOCK with an online softmax (a running maximum and sum),
+// so its memory does not grow with n.
+const int ATT_BLOCK = 64;
 void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim);
 void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                           size_t stride, DType kv_type, int n, int head_dim);
 void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                          size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k);
+// The fast kernels' exp (kernels_fast.cpp): the scalar twin of every set's
+// exp_shift, for x in [-87.33, 0] within 2 ulp of exp; 0 below.
+float exp_poly(float x);
 
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.

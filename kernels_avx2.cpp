@@ -230,6 +230,32 @@ static void axpy_avx2(float* y, float alpha, const uint8_t* x, DType xt, int n) 
     }
 }
 
+// exp(x[i] - m), 8 at a time: kernels_fast.cpp:exp_poly step for step
+// (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
+// the exponent bits); values below its range come out as +0 by the mask.
+INLINE __m256 exp8(__m256 x) {
+    __m256 in = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_GE_OQ);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(in, _mm256_mul_ps(p, _mm256_castsi256_ps(two_n)));
+}
+static void exp_shift_avx2(float* x, float m, int n) {
+    __m256 mv = _mm256_set1_ps(m);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv)));
+    for (; i < n; i++) x[i] = exp_poly(x[i] - m);
+}
+
 #ifdef __clang__
 #pragma clang attribute pop
 #else
@@ -237,5 +263,5 @@ static void axpy_avx2(float* y, float alpha, const uint8_t* x, DType xt, int n) 
 #endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2};
+                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2};
 #endif  // __x86_64__

@@ -229,6 +229,33 @@ static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n
     }
 }
 
+// exp(x[i] - m), 16 at a time: kernels_fast.cpp:exp_poly step for step
+// (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
+// the exponent bits); values below its range come out as +0 by the mask.
+INLINE __m512 exp16(__m512 x) {
+    __mmask16 in = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_GE_OQ);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    __m512i two_n = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(in, p, _mm512_castsi512_ps(two_n));
+}
+static void exp_shift_avx512(float* x, float m, int n) {
+    __m512 mv = _mm512_set1_ps(m);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(x + i, k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+    }
+}
+
 #ifdef __clang__
 #pragma clang attribute pop
 #else
@@ -236,5 +263,5 @@ static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n
 #endif
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                    tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512};
+                                    tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512, exp_shift_avx512};
 #endif  // __x86_64__

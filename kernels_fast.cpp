@@ -49,6 +49,7 @@
 #include "kernels.h"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <omp.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -156,7 +157,40 @@ static void axpy_scalar(float* y, float alpha, const uint8_t* x, DType xt, int n
     for (int i = 0; i < n; i++) y[i] = std::fma(alpha, widen(xt, x, i), y[i]);
 }
 
-const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar, axpy_scalar};
+// exp for the softmax, as a polynomial every instruction set computes the
+// same way (libm's exp differs between systems and is one call per value).
+// Write x = n ln2 + r with n an integer and |r| <= ln2/2; then
+// exp(x) = 2^n exp(r): 2^n goes straight into the float's exponent bits and
+// exp(r) is a degree-7 polynomial (Cephes' expf coefficients: 1 + r + r^2 (1/2
+// + r/6 + ...)), in fused multiply-adds. ln2 is split in two (C1 has few
+// bits, so n*C1 is exact) to keep r accurate. Below -87.33 the result would
+// be a subnormal (< 2^-126): it is 0, an absolute error under 1.2e-38 in a
+// softmax whose largest term is 1. tests/test_kernels.cpp measures the
+// error against exp in double over the whole range: at most 2 ulp.
+const float EXP_LOW = -87.33654f, LOG2E = 1.44269504088896341f, LN2_C1 = 0.693359375f, LN2_C2 = -2.12194440e-4f;
+const float EXP_P[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                        5.0000001201e-1f};
+
+float exp_poly(float x) {
+    if (!(x >= EXP_LOW)) return 0.0f;
+    float n = std::nearbyint(x * LOG2E);
+    float r = std::fma(-n, LN2_C1, x);
+    r = std::fma(-n, LN2_C2, r);
+    float p = EXP_P[0];
+    for (int i = 1; i < 6; i++) p = std::fma(p, r, EXP_P[i]);
+    p = std::fma(p, r * r, r) + 1.0f;
+    uint32_t bits = (uint32_t)((int)n + 127) << 23;  // 2^n
+    float two_n;
+    std::memcpy(&two_n, &bits, 4);
+    return p * two_n;
+}
+
+static void exp_shift_scalar(float* x, float m, int n) {
+    for (int i = 0; i < n; i++) x[i] = exp_poly(x[i] - m);
+}
+
+const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar, axpy_scalar,
+                                    exp_shift_scalar};
 
 // ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over
@@ -214,14 +248,55 @@ void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, in
     }
 }
 
-// One attention head for one query (kernels.h: attention_head), with the
-// set's dot product (the one order) and axpy; the softmax between them is
-// kernels.cpp's.
+// One attention head for one query (kernels.h: attention_head), over the
+// keys in blocks of ATT_BLOCK with an online softmax. The plain kernel
+// computes every score, then their maximum M and sum L, then
+// out = sum_j exp(s_j - M) / L * v_j. Here the blocks come one at a time and
+// M is not known until the last one, so the kernel keeps a running maximum m
+// and, relative to it, the running sum l = sum exp(s_j - m) and the unscaled
+// output o = sum exp(s_j - m) v_j. When a block raises the maximum to m',
+// everything summed so far was relative to the old m: multiplying l and o by
+// exp(m - m') puts it relative to m' (each term exp(s_j - m) exp(m - m') =
+// exp(s_j - m')). After the last block m = M, and out = o / l. Only one
+// block of scores is ever held (on the stack), however long the prompt: no
+// buffer of n scores per query, no T x T per head in prefill.
+//
+// Every step uses the set's kernels (dot in the one order, exp_shift, axpy),
+// so all sets give the same bits; the sum l is kept in double, as plain does.
 void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                          size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k) {
     float scale = 1.0f / std::sqrt((float)head_dim);
-    for (int j = 0; j < n; j++) scores[j] = k.dot(q, keys + j * stride, kv_type, head_dim) * scale;
-    softmax(scores, n);
+    float s[ATT_BLOCK];
+    float m = -INFINITY;
+    double l = 0;
     for (int i = 0; i < head_dim; i++) out[i] = 0.0f;
-    for (int j = 0; j < n; j++) k.axpy(out, scores[j], values + j * stride, kv_type, head_dim);
+    for (int j0 = 0; j0 < n; j0 += ATT_BLOCK) {
+        int nb = std::min(ATT_BLOCK, n - j0);
+        float block_max = -INFINITY;
+        for (int j = 0; j < nb; j++) {
+            s[j] = k.dot(q, keys + (j0 + j) * stride, kv_type, head_dim) * scale;
+            block_max = std::max(block_max, s[j]);
+        }
+        if (scores) std::memcpy(scores + j0, s, nb * sizeof(float));
+        if (block_max > m) {  // a new maximum: rescale what was summed relative to the old one
+            if (j0 > 0) {
+                float r = m - block_max;
+                k.exp_shift(&r, 0.0f, 1);
+                l *= r;
+                for (int i = 0; i < head_dim; i++) out[i] *= r;
+            }
+            m = block_max;
+        }
+        k.exp_shift(s, m, nb);
+        for (int j = 0; j < nb; j++) {
+            l += s[j];
+            k.axpy(out, s[j], values + (j0 + j) * stride, kv_type, head_dim);
+        }
+    }
+    float inv = (float)(1.0 / l);
+    for (int i = 0; i < head_dim; i++) out[i] *= inv;
+    if (scores) {  // the weights a trace shows: exp(s_j - M) / L
+        k.exp_shift(scores, m, n);
+        for (int j = 0; j < n; j++) scores[j] *= inv;
+    }
 }

@@ -220,11 +220,37 @@ static void axpy_neon(float* y, float alpha, const uint8_t* x, DType xt, int n) 
     }
 }
 
+// exp(x[i] - m), 4 at a time: kernels_fast.cpp:exp_poly step for step
+// (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
+// the exponent bits); values below its range come out as +0 by the mask.
+INLINE float32x4_t exp4(float32x4_t x) {
+    uint32x4_t in = vcgeq_f32(x, vdupq_n_f32(-87.33654f));
+    float32x4_t n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));  // x - n*C1, one rounding
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    p = vaddq_f32(vfmaq_f32(r, p, vmulq_f32(r, r)), vdupq_n_f32(1.0f));
+    int32x4_t two_n = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    float32x4_t e = vmulq_f32(p, vreinterpretq_f32_s32(two_n));
+    return vreinterpretq_f32_u32(vandq_u32(in, vreinterpretq_u32_f32(e)));
+}
+static void exp_shift_neon(float* x, float m, int n) {
+    float32x4_t mv = vdupq_n_f32(m);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, exp4(vsubq_f32(vld1q_f32(x + i), mv)));
+    for (; i < n; i++) x[i] = exp_poly(x[i] - m);
+}
+
 const SimdKernels NEON_KERNELS = {
 #if defined(__ARM_FEATURE_DOTPROD)
     "neon+dotprod",
 #else
     "neon",
 #endif
-    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon};
+    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon};
 #endif  // __aarch64__ && __ARM_NEON

@@ -83,7 +83,9 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
     int T = seq.T, pos = seq.pos;
     int first = seq.kv ? 0 : net.first_pos;
     int kv_len = pos + T - first;  // keys visible to the last token
-    float* scores = net.scores.data();  // [n_heads, T, kv_len]
+    // [n_heads, T, kv_len]: the attention weights, kept only for a trace
+    // (-vv, --report); otherwise nothing of size T x kv_len is stored.
+    float* scores = g_watch_tensors ? net.scores.data() : nullptr;
 
     DType kv_type = seq.kv ? pages->type : net.kv.type;
     size_t elt = seq.kv ? pages->elt() : net.kv.elt();
@@ -111,12 +113,13 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
     for (int h = 0; h < c.n_heads; h++) {
         for (int t = 0; t < T; t++) {
             const float* q = &net.q[(size_t)(row0 + t) * q_dim + h * hd];
-            float* s = scores + ((size_t)h * T + t) * kv_len;
+            float* s = scores ? scores + ((size_t)h * T + t) * kv_len : nullptr;
             int kvh = h / group, n = pos + t + 1 - first;
             float* out = &net.att[(size_t)(row0 + t) * q_dim + h * hd];
             const uint8_t *keys = K + (size_t)kvh * hd * elt, *values = V + (size_t)kvh * hd * elt;
             attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
-            for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
+            if (s)
+                for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
         }
     }
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
@@ -205,7 +208,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
     grow(net.k, (size_t)T * kv_dim);
     grow(net.v, (size_t)T * kv_dim);
     grow(net.att, (size_t)T * q_dim);
-    grow(net.scores, scores_size);
+    if (g_watch_tensors) grow(net.scores, scores_size);
     grow(net.gate, (size_t)T * I);
     grow(net.up, (size_t)T * I);
     float *x = net.x.data(), *xn = net.xn.data();

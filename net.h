@@ -35,7 +35,7 @@ struct Net {
     std::vector<float> q;       // [T, n_heads*head_dim]
     std::vector<float> k, v;    // [T, n_kv_heads*head_dim]
     std::vector<float> att;     // [T, n_heads*head_dim]  attention output before o_proj
-    std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights
+    std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights, for a trace only
     std::vector<float> gate, up;// [T, intermediate]
     std::vector<float> logits;  // [T or 1, vocab]
     std::vector<uint8_t> gk, gv;  // one paged sequence's keys and values gathered into one run (forward_batch)

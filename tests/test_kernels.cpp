@@ -37,11 +37,10 @@ struct TestMat {
     Mat m;
 };
 
-static TestMat random_mat(DType dt, int rows, int cols, std::mt19937& rng) {
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+// values (f32, rows x cols) stored in dt
+static TestMat mat_from_f32(DType dt, int rows, int cols, std::vector<float> values) {
     TestMat t;
-    t.f32.resize((size_t)rows * cols);
-    for (float& v : t.f32) v = dist(rng);
+    t.f32 = std::move(values);
     Mat src;
     src.dtype = DType::F32;
     src.rows = rows;
@@ -57,6 +56,13 @@ static TestMat random_mat(DType dt, int rows, int cols, std::mt19937& rng) {
         t.m.data = h;
     }
     return t;
+}
+
+static TestMat random_mat(DType dt, int rows, int cols, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v((size_t)rows * cols);
+    for (float& x : v) x = dist(rng);
+    return mat_from_f32(dt, rows, cols, std::move(v));
 }
 
 static std::vector<float> random_vec(size_t n, std::mt19937& rng) {
@@ -300,43 +306,139 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
         }
 }
 
-// Attention for one head and one query. The fast twin rounds differently
-// (float sums in lanes, fused multiply-adds), each step by 2^-24 relative;
-// over head_dim/8 + n steps at these sizes that is below 1e-6 of the values'
-// scale, so 1e-5 x max|v| leaves 10x headroom while a wrong key, a missing
-// scale or a lost tail moves the output by far more.
-TEST_CASE("attention_head: every SIMD set bitwise equal to the scalar twin, and plain within 1e-5 (f32/f16/bf16 cache, 1..70 keys)") {
+// Attention for one head and one query, plain (all scores, then softmax)
+// against fast (key blocks of ATT_BLOCK, online softmax). The bound, with
+// |v| <= 1 so |out| <= 1, in units of u = 2^-24:
+//   - a score's dot product: fast sums in 16 lanes of floats, plain in
+//     double, so they differ by at most (hd/16 + 6) u S, S = max_j of
+//     sum_i |q_i k_ji| / sqrt(hd); a weight exp(s_j - M) moves by that
+//     relative amount twice (s_j and M);
+//   - exp_poly: 2 ulp, and one rounding per rescale (at most n/ATT_BLOCK);
+//   - the weighted sum of n value rows in float: n u (recursive summation),
+//     then the division by l: one rounding.
+// So |fast - plain| <= (n + n/ATT_BLOCK + 8) u + 2 (hd/16 + 6) u S per
+// output value, and a weight within p_j (8 u + 2 (hd/16 + 6) u S). A missed
+// rescale, a lost block tail or a key off by one moves the output by a whole
+// weight, far above this. Keys are drawn so that the scores spread wide and
+// the maximum keeps rising from block to block (the rescale path runs), and
+// q is scaled up so exp sees a wide range.
+struct AttnCase {
+    TestMat K, V;
+    std::vector<float> q;
+    const uint8_t *keys, *values;
+    size_t stride;
+    double S = 0;  // max_j sum_i |q_i k_ji| / sqrt(hd)
+};
+static AttnCase attn_case(DType dt, int n, int hd, float q_scale, std::mt19937& rng) {
+    AttnCase a;
+    int kv_heads = 2;  // rows of the cache hold two heads: the stride skips the other one
+    a.q = random_vec(hd, rng);
+    for (float& v : a.q) v *= q_scale;
+    std::vector<float> k = random_vec((size_t)n * kv_heads * hd, rng);
+    for (int j = 0; j < n; j++)  // later keys lean towards q: the running maximum rises
+        for (int i = 0; i < hd; i++) k[(size_t)j * kv_heads * hd + hd + i] += 0.5f * j / n * (a.q[i] / q_scale);
+    a.K = mat_from_f32(dt, n, kv_heads * hd, std::move(k));
+    a.V = random_mat(dt, n, kv_heads * hd, rng);
+    size_t elt = dt == DType::F32 ? 4 : 2;
+    a.stride = kv_heads * hd * elt;
+    a.keys = (const uint8_t*)a.K.m.data + hd * elt;  // head 1
+    a.values = (const uint8_t*)a.V.m.data + hd * elt;
+    std::vector<float> row(kv_heads * hd);
+    for (int j = 0; j < n; j++) {
+        mat_row_to_f32(a.K.m, j, row.data());  // the keys as stored (rounded to dt)
+        double s = 0;
+        for (int i = 0; i < hd; i++) s += std::fabs((double)a.q[i] * row[hd + i]);
+        a.S = std::max(a.S, s / std::sqrt((double)hd));
+    }
+    return a;
+}
+
+// One query over the first n keys of `a`: plain against the scalar twin
+// within the bound, then every SIMD set bitwise equal to the scalar twin,
+// weights and output.
+static void check_attention(const AttnCase& a, DType dt, int n, int hd, const std::vector<KernelSet>& sets) {
+    std::vector<float> out_p(hd), out_s(hd), s_p(n), s_s(n);
+    attention_head_plain(out_p.data(), s_p.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd);
+    attention_head_fast(out_s.data(), s_s.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd, SCALAR_KERNELS);
+    double score_err = 2 * (hd / 16 + 6) * U * a.S;
+    double tol = (n + n / ATT_BLOCK + 8) * U + score_err;
+    int bad = 0;
+    for (int i = 0; i < hd; i++) bad += !(std::fabs(out_s[i] - out_p[i]) <= tol);
+    for (int j = 0; j < n; j++) bad += !(std::fabs(s_s[j] - s_p[j]) <= s_p[j] * (8 * U + score_err) + 1e-37);
+    CHECK(bad == 0);
+    std::vector<float> out_n(hd);  // without the weights (no trace): the same output
+    attention_head_fast(out_n.data(), nullptr, a.q.data(), a.keys, a.values, a.stride, dt, n, hd, SCALAR_KERNELS);
+    CHECK(bitwise_equal(out_n, out_s));
+    for (KernelSet set : sets) {
+        const SimdKernels& k = simd_table(set);
+        std::string name = k.name;
+        CAPTURE(name);
+        std::vector<float> out_f(hd), s_f(n);
+        attention_head_fast(out_f.data(), s_f.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd, k);
+        CHECK(bitwise_equal(out_f, out_s));
+        CHECK(bitwise_equal(s_f, s_s));
+    }
+    kernels_init(KernelSet::Fast, 0);
+}
+
+TEST_CASE("attention_head: online softmax over key blocks equals plain within the bound, every SIMD set bitwise equal to the scalar twin (f32/f16/bf16 cache)") {
     std::mt19937 rng(13);
     std::vector<KernelSet> sets = simd_sets();
-    for (DType dt : {DType::F32, DType::F16, DType::BF16})
-        for (int hd : {8, 12, 17, 64})
-            for (int n : {1, 3, 4, 5, 9, 70}) {
-                std::string type = dtype_name(dt);
-                CAPTURE(type);
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        std::string type = dtype_name(dt);
+        CAPTURE(type);
+        // decode: one query over n keys, n within, at and past block edges
+        for (int hd : {8, 17, 64})
+            for (int n : {1, 3, 63, 64, 65, 128, 129, 200, 1000, 2100}) {
+                if (hd != 64 && n > 200) continue;
                 CAPTURE(hd);
                 CAPTURE(n);
-                int kv_heads = 2;  // rows of the cache hold two heads: the stride skips the other one
-                TestMat K = random_mat(dt, n, kv_heads * hd, rng), V = random_mat(dt, n, kv_heads * hd, rng);
-                std::vector<float> q = random_vec(hd, rng);
-                size_t elt = dt == DType::F32 ? 4 : 2, stride = kv_heads * hd * elt;
-                const uint8_t* keys = (const uint8_t*)K.m.data + hd * elt;  // head 1
-                const uint8_t* values = (const uint8_t*)V.m.data + hd * elt;
-                std::vector<float> out_p(hd), out_s(hd), s_p(n), s_s(n);
-                attention_head_plain(out_p.data(), s_p.data(), q.data(), keys, values, stride, dt, n, hd);
-                attention_head_fast(out_s.data(), s_s.data(), q.data(), keys, values, stride, dt, n, hd, SCALAR_KERNELS);
-                int bad = 0;
-                for (int i = 0; i < hd; i++) bad += std::fabs(out_s[i] - out_p[i]) > 1e-5;  // |v| <= 1
-                for (int j = 0; j < n; j++) bad += std::fabs(s_s[j] - s_p[j]) > 1e-5;
-                CHECK(bad == 0);
-                for (KernelSet set : sets) {
-                    const SimdKernels& k = simd_table(set);
-                    std::string name = k.name;
-                    CAPTURE(name);
-                    std::vector<float> out_f(hd), s_f(n);
-                    attention_head_fast(out_f.data(), s_f.data(), q.data(), keys, values, stride, dt, n, hd, k);
-                    CHECK(bitwise_equal(out_f, out_s));
-                    CHECK(bitwise_equal(s_f, s_s));
+                for (float q_scale : {1.0f, 8.0f}) {
+                    AttnCase a = attn_case(dt, n, hd, q_scale, rng);
+                    check_attention(a, dt, n, hd, sets);
                 }
-                kernels_init(KernelSet::Fast, 0);
             }
+        // causal prefill: query t of a 150-token prompt sees keys 0..t
+        int hd = 64, T = 150;
+        AttnCase a = attn_case(dt, T, hd, 4.0f, rng);
+        for (int t = 0; t < T; t++) {
+            CAPTURE(t);
+            check_attention(a, dt, t + 1, hd, sets);
+        }
+    }
+}
+
+TEST_CASE("exp_poly: within 2 ulp of exp over [-87.33, 0], 0 below; every SIMD set's exp_shift bitwise equal") {
+    // every float in [-87.33, 0] would be 2^31 values; a dense sweep with a
+    // step that is not a power of two, plus the edges
+    std::vector<float> xs = {0.0f, -0.0f, -1e-30f, -1e-7f, -0.5f, -0.34657359f, -0.6931472f, -1.0f, -87.0f, -87.33654f};
+    for (double x = 0; x > -87.33; x -= 0.000377) xs.push_back((float)x);
+    double worst = 0;
+    for (float x : xs) {
+        double exact = std::exp((double)x);
+        float e = exp_poly(x);
+        // one ulp of the exact result: the spacing of floats at its magnitude
+        double ulp = std::nextafter((float)exact, INFINITY) - (float)exact;
+        worst = std::max(worst, std::fabs(e - exact) / ulp);
+    }
+    MESSAGE("exp_poly: worst error " << worst << " ulp over " << xs.size() << " points");
+    CHECK(worst <= 2.0);
+    for (float x : {-87.34f, -100.0f, -1e30f, -INFINITY}) CHECK(exp_poly(x) == 0.0f);
+    std::vector<float> scalar = xs;
+    SCALAR_KERNELS.exp_shift(scalar.data(), 0.0f, (int)scalar.size());
+    for (size_t i = 0; i < xs.size(); i++) CHECK(scalar[i] == exp_poly(xs[i]));
+    for (KernelSet set : simd_sets()) {
+        const SimdKernels& k = simd_table(set);
+        std::string name = k.name;
+        CAPTURE(name);
+        for (float m : {0.0f, 3.5f}) {  // x - m, as the softmax calls it
+            std::vector<float> a = xs, b = xs;
+            for (float& v : a) v += m;
+            for (float& v : b) v += m;
+            SCALAR_KERNELS.exp_shift(a.data(), m, (int)a.size());
+            k.exp_shift(b.data(), m, (int)b.size());
+            CHECK(bitwise_equal(a, b));
+        }
+    }
+    kernels_init(KernelSet::Fast, 0);
 }
