@@ -119,7 +119,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
         {"engine", "--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
              o.engine.threads = parse_int_arg("--threads", v, 1, 1024); }},
-        {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, scalar (no SIMD) or plain (the reference loops)", [&](const char* v) {
+        {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, neon, scalar (no SIMD), plain (the reference loops) or bf16dot (avx512 with activations rounded to bf16: faster prefill, less exact)", [&](const char* v) {
              o.engine.kernels = parse_kernel_set("--kernels", v); }},
         {"engine", "--quant", "TYPE", "none", "quantize the weights at load: q8_0 (half the memory traffic), q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k", [&](const char* v) {
              if (strcmp(v, "none")) parse_weight_type("--quant", v);  // quants.h

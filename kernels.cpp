@@ -19,6 +19,7 @@ const KernelSetInfo KERNEL_SETS[] = {
     {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels"},
     {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels"},
     {KernelSet::NEON, "neon", "ARM NEON micro-kernels (vdotq_s32 for Q8_0 where built for dotprod)"},
+    {KernelSet::BF16Dot, "bf16dot", "avx512, but bf16 weights meet activations rounded to bf16 (vdpbf16ps): faster prefill, less exact"},
 };
 const int N_KERNEL_SETS = sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]);
 
@@ -32,6 +33,8 @@ void kernels_init(KernelSet set, int threads) {
         fail("--kernels avx2: this CPU lacks AVX2, FMA or F16C (try fast or scalar)");
     if (set == KernelSet::AVX512 && !cpu_has_avx512())
         fail("--kernels avx512: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)");
+    if (set == KernelSet::BF16Dot && !cpu_has_avx512())
+        fail("--kernels bf16dot: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast)");
     if (set == KernelSet::NEON && !cpu_has_neon())
         fail("--kernels neon: this build is not for 64-bit ARM (try fast or scalar)");
     if (set == KernelSet::Fast && cpu_has_neon()) set = KernelSet::NEON;
@@ -40,6 +43,7 @@ void kernels_init(KernelSet set, int threads) {
 #if defined(__x86_64__)  // the SIMD files define their tables only there
     if (set == KernelSet::AVX2) g_kernels.simd = &AVX2_KERNELS;
     if (set == KernelSet::AVX512) g_kernels.simd = &AVX512_KERNELS;
+    if (set == KernelSet::BF16Dot) g_kernels.simd = &AVX512_BF16DOT_KERNELS;
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)  // kernels_neon.cpp defines its table only there
     if (set == KernelSet::NEON) g_kernels.simd = &NEON_KERNELS;

@@ -31,8 +31,11 @@ struct Mat {
 //            AVX-512 or NEON (64-bit ARM), each in its own file.
 // Every SIMD set sums in the one order of kernels_fast.cpp, so scalar, AVX2
 // and AVX-512 give bitwise identical results; "fast" is the best set this
-// CPU runs, chosen at run time (cpuid).
-enum class KernelSet { Plain, Scalar, AVX2, AVX512, NEON, Fast };
+// CPU runs, chosen at run time (cpuid). One set trades exactness for speed
+// and says so in its name: bf16dot rounds the activations to bf16 for bf16
+// weights (AVX512_BF16's vdpbf16ps), so it is equal only to its own scalar
+// twin, BF16DOT_SCALAR_KERNELS, not to the others.
+enum class KernelSet { Plain, Scalar, AVX2, AVX512, NEON, BF16Dot, Fast };
 struct KernelSetInfo {
     KernelSet set;
     const char* name;  // the --kernels value
@@ -62,6 +65,11 @@ extern const SimdKernels SCALAR_KERNELS;
 extern const SimdKernels AVX2_KERNELS;    // defined only on x86-64
 extern const SimdKernels AVX512_KERNELS;  // defined only on x86-64
 extern const SimdKernels NEON_KERNELS;    // defined only on 64-bit ARM
+extern const SimdKernels AVX512_BF16DOT_KERNELS;  // --kernels bf16dot; defined only on x86-64
+extern const SimdKernels BF16DOT_SCALAR_KERNELS;  // its scalar twin (vdpbf16ps's order in C++), for the tests
+// An activation rounded to bf16 the way vcvtne2ps2bf16 does: to nearest
+// even, a subnormal input to a zero of its sign.
+uint16_t f32_to_bf16_daz(float x);
 bool cpu_has_avx2();    // AVX2 + FMA + F16C
 bool cpu_has_avx512();  // AVX-512 F, BW, VL, BF16, VNNI
 bool cpu_has_neon();    // built for 64-bit ARM (every such core has NEON)
@@ -76,7 +84,7 @@ extern KernelConfig g_kernels;
 // runs; fails with a one-line error when the CPU lacks the set asked for.
 void kernels_init(KernelSet set, int threads);
 const char* kernel_set_name(KernelSet set);
-// What runs now: "plain", "scalar", "avx2" or "avx512".
+// What runs now: "plain", "scalar", "avx2", "avx512", "avx512+bf16dot", ...
 const char* kernel_path_name();
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]

@@ -229,6 +229,75 @@ static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n
     }
 }
 
+// --kernels bf16dot: bf16 weights times activations rounded to bf16, with
+// AVX512_BF16's vdpbf16ps. One instruction takes 32 bf16 pairs and adds
+// their products into 16 float lanes (lane j: the pair at 2j+1, then 2j),
+// so a step covers 32 columns where an FMA covers 16: twice the arithmetic
+// per instruction, and the weights need no widening. The price: each
+// activation loses its low 16 bits (8 significant bits remain), where the
+// default set multiplies the bf16 weight by the full f32 activation. This
+// is what llama.cpp does for bf16 weights. The activations are rounded in
+// the tile (vcvtne2ps2bf16, 32 at a time), once per token per step, and
+// serve all ROWS rows. Other weight types take the avx512 tiles above.
+// kernels_fast.cpp:dot_bf16dot_scalar is the scalar twin.
+INLINE __m512bh x_bf16(const float* x, int c, __mmask16 lo = 0xFFFF, __mmask16 hi = 0xFFFF) {
+    return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + c + 16), _mm512_maskz_loadu_ps(lo, x + c));
+}
+
+INLINE void tile_bf16_n(const uint8_t* const* w, const float* const* x, int NT, int cols,
+                        float out[MAX_TILE][MAX_TILE]) {
+    __m512 acc[ROWS][TOKENS];
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
+    int c = 0;
+    for (; c + 32 <= cols; c += 32) {
+        __m512bh xv[TOKENS];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) {
+            xv[t] = x_bf16(x[t], c);
+            __asm__("" : "+v"(xv[t]));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; r++) {
+            __m512i wv = _mm512_loadu_si512((const uint16_t*)w[r] + c);
+            __asm__("" : "+v"(wv));
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, xv[t]);
+        }
+    }
+    if (c < cols) {  // the same step once more, zero-padded by the masks
+        int rem = cols - c;
+        __mmask32 mw = (__mmask32)((1ull << rem) - 1);
+        __mmask16 lo = rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1);
+        __mmask16 hi = rem > 16 ? (__mmask16)((1u << (rem - 16)) - 1) : (__mmask16)0;
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; r++) {
+            __m512i wv = _mm512_maskz_loadu_epi16(mw, (const uint16_t*)w[r] + c);
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, x_bf16(x[t], c, lo, hi));
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+}
+
+static void tile_bf16dot(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                         float out[MAX_TILE][MAX_TILE]) {
+    if (dt != DType::BF16) return tile_avx512(dt, w, x, n_tokens, cols, out);
+    switch (n_tokens) {
+        case 6: tile_bf16_n(w, x, 6, cols, out); break;
+        case 5: tile_bf16_n(w, x, 5, cols, out); break;
+        case 4: tile_bf16_n(w, x, 4, cols, out); break;
+        case 3: tile_bf16_n(w, x, 3, cols, out); break;
+        case 2: tile_bf16_n(w, x, 2, cols, out); break;
+        default: tile_bf16_n(w, x, 1, cols, out); break;
+    }
+}
+
 // exp(x[i] - m), 16 at a time: kernels_fast.cpp:exp_poly step for step
 // (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
 // the exponent bits); values below its range come out as +0 by the mask.
@@ -264,4 +333,6 @@ static void exp_shift_avx512(float* x, float m, int n) {
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
                                     tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512, exp_shift_avx512};
+const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
+                                            tile_bf16dot, tile_q8_avx512, dot_avx512, axpy_avx512, exp_shift_avx512};
 #endif  // __x86_64__

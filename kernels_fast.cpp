@@ -193,6 +193,44 @@ const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_s
                                     exp_shift_scalar};
 
 // ---------------------------------------------------------------------------
+// The bf16dot set's scalar twin: kernels_avx512.cpp's vdpbf16ps tile in
+// portable C++, the same bits (tests/test_kernels.cpp). vdpbf16ps takes 32
+// bf16 pairs: lane j (of 16) adds, for the columns c = 2j and 2j+1 of each
+// step of 32, first the product of the odd pair, then of the even pair. A
+// product of two bf16 values (8 significant bits each) is exact in f32;
+// each addition rounds once (to nearest even): an fma. The instruction
+// ignores the rounding and denormal modes and treats every subnormal, in
+// or out, as zero: so does daz(). The activations are rounded to bf16 the
+// same way (f32_to_bf16_daz), a row's tail is padded with zeros, and the 16
+// lanes end in the one fold and tree (sum_lanes).
+static inline float daz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+
+uint16_t f32_to_bf16_daz(float x) { return f32_to_bf16(daz(x)); }
+
+static inline float dp_step(float acc, float a, float b) { return daz(std::fma(daz(a), daz(b), daz(acc))); }
+
+static float dot_bf16dot_scalar(const uint16_t* w, const float* x, int cols) {
+    float acc[LANES] = {0};
+    auto wv = [&](int c) { return c < cols ? bf16_to_f32(w[c]) : 0.0f; };
+    auto xv = [&](int c) { return c < cols ? bf16_to_f32(f32_to_bf16_daz(x[c])) : 0.0f; };
+    for (int c = 0; c < cols; c += 2 * LANES)
+        for (int j = 0; j < LANES; j++) {
+            int even = c + 2 * j, odd = even + 1;
+            acc[j] = dp_step(dp_step(acc[j], wv(odd), xv(odd)), wv(even), xv(even));
+        }
+    return sum_lanes(acc);
+}
+
+static void tile_bf16dot_scalar(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                                float out[MAX_TILE][MAX_TILE]) {
+    if (dt != DType::BF16) return tile_scalar(dt, w, x, n_tokens, cols, out);
+    for (int t = 0; t < n_tokens; t++) out[0][t] = dot_bf16dot_scalar((const uint16_t*)w[0], x[t], cols);
+}
+
+const SimdKernels BF16DOT_SCALAR_KERNELS = {"bf16dot-scalar", 1, 8, 1, 8, tile_bf16dot_scalar, tile_q8_scalar,
+                                            dot_scalar, axpy_scalar, exp_shift_scalar};
+
+// ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over
 // tiles of rows, and within a tile the tokens in groups.
 

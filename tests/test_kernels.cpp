@@ -189,6 +189,77 @@ TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set
             }
 }
 
+// --kernels bf16dot: the vdpbf16ps tile against its scalar twin (which
+// spells out the instruction's order and its flushing of subnormals) bit
+// for bit, at every shape, thread count and batch size; and against plain
+// fed the same activations rounded to bf16, within the float bound above
+// (vdpbf16ps makes cols/16 rounded additions per lane, as the FMAs do).
+// The "tiny" inputs make products and partial sums subnormal: the
+// instruction flushes them to zero, and so must the twin.
+static std::vector<float> run_matmul_with(const SimdKernels& k, int threads, const std::vector<float>& x, const Mat& W,
+                                          const float* bias, int T) {
+    kernels_init(KernelSet::Fast, threads);
+    std::vector<float> out((size_t)T * W.rows, NAN);
+    matmul_fast(out.data(), x.data(), W, bias, T, k);
+    kernels_init(KernelSet::Fast, 0);
+    return out;
+}
+
+TEST_CASE("bf16dot: vdpbf16ps tiles bitwise equal to their scalar twin, and plain within the bound on bf16-rounded activations") {
+    if (!cpu_has_avx512()) {
+        MESSAGE("skipped: this CPU lacks AVX512_BF16, the bf16dot tiles are not run (their scalar twin is)");
+        return;
+    }
+    std::mt19937 rng(23);
+    for (int rows : {1, 4, 5, 9})
+        for (int cols : {1, 15, 17, 31, 32, 33, 64, 100, 896})
+            for (int T : {1, 2, 6, 7, 13})
+                for (float tiny : {1.0f, 1e-19f}) {
+                    CAPTURE(rows);
+                    CAPTURE(cols);
+                    CAPTURE(T);
+                    CAPTURE(tiny);
+                    std::vector<float> w = random_vec((size_t)rows * cols, rng), x = random_vec((size_t)T * cols, rng);
+                    for (float& v : w) v *= tiny;
+                    for (float& v : x) v *= tiny;
+                    TestMat W = mat_from_f32(DType::BF16, rows, cols, w);
+                    std::vector<float> bias = random_vec(rows, rng);
+                    const float* b = rows % 2 ? bias.data() : nullptr;
+                    std::vector<float> twin = run_matmul_with(BF16DOT_SCALAR_KERNELS, 1, x, W.m, b, T);
+                    for (int threads : {1, 2}) {
+                        CAPTURE(threads);
+                        CHECK(bitwise_equal(run_matmul_with(AVX512_BF16DOT_KERNELS, threads, x, W.m, b, T), twin));
+                    }
+                    for (int t = 0; t < T; t++) {  // a token alone gives the bits it gave in the batch
+                        std::vector<float> xt(x.begin() + (size_t)t * cols, x.begin() + (size_t)(t + 1) * cols);
+                        std::vector<float> one = run_matmul_with(AVX512_BF16DOT_KERNELS, 2, xt, W.m, b, 1);
+                        CHECK(std::memcmp(one.data(), &twin[(size_t)t * rows], rows * sizeof(float)) == 0);
+                    }
+                    if (tiny != 1.0f) continue;
+                    std::vector<float> xb(x.size());
+                    for (size_t i = 0; i < x.size(); i++) xb[i] = bf16_to_f32(f32_to_bf16_daz(x[i]));
+                    std::vector<float> plain = run_matmul(KernelSet::Plain, 1, xb, W.m, b, T);
+                    int worst = 0;
+                    for (int t = 0; t < T; t++)
+                        for (int r = 0; r < rows; r++) {
+                            size_t i = (size_t)t * rows + r;
+                            double bound = (cols / 16 + 5) * U * abs_dot(W.m, r, &xb[(size_t)t * cols]) +
+                                           2 * U * std::fabs(plain[i]) + 1e-30;
+                            worst += std::fabs((double)twin[i] - plain[i]) > bound;
+                        }
+                    CHECK(worst == 0);
+                }
+}
+
+TEST_CASE("f32_to_bf16_daz: nearest-even like f32_to_bf16, subnormals to a zero of their sign") {
+    CHECK(f32_to_bf16_daz(1.0f) == 0x3f80);
+    CHECK(f32_to_bf16_daz(1.00390625f) == 0x3f80);  // 1 + 2^-8: halfway, to even
+    CHECK(f32_to_bf16_daz(1.01171875f) == 0x3f82);  // 1 + 3*2^-8: halfway, to even (up)
+    CHECK(f32_to_bf16_daz(1e-39f) == 0x0000);
+    CHECK(f32_to_bf16_daz(-1e-39f) == 0x8000);
+    CHECK(f32_to_bf16(1e-39f) != 0x0000);  // the plain rounding keeps a subnormal
+}
+
 // Q8_0. The fast kernel also quantizes the activations (per block of 32,
 // d_x = max|x|/127 rounded to f16), so it differs from the plain kernel,
 // which multiplies the Q8_0 weights by the float activations, by
