@@ -7,6 +7,7 @@
 // file compiles on any x86-64 compiler flags and runs only where
 // kernels.cpp:kernels_init found the CPU supports it.
 #include "kernels.h"
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -219,15 +220,48 @@ static float dot_avx2(const float* a, const uint8_t* b, DType bt, int n) {
     return dot_dt(DType::F32, a, b, n);
 }
 
-static void axpy_avx2(float* y, float alpha, const uint8_t* x, DType xt, int n) {
-    __m256 a = _mm256_set1_ps(alpha);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, load8(xt, x, i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) {
-        float v = xt == DType::BF16 ? bf16_to_f32(((const uint16_t*)x)[i])
-                : xt == DType::F16  ? _cvtsh_ss(((const uint16_t*)x)[i]) : ((const float*)x)[i];
-        y[i] = std::fma(alpha, v, y[i]);
+// The value rows of a block into y: up to 8 registers of y (64 values)
+// stay in registers while all the rows go by, instead of a load and a store
+// of y per row. Each element is still one fma per row, in order of rows; the
+// last n % 8 values go one at a time.
+INLINE void axpy_nv(DType dt, float* y, const float* alpha, const uint8_t* x, size_t stride, int n_rows, int i0,
+                    int NV) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) acc[v] = _mm256_loadu_ps(y + i0 + 8 * v);
+    for (int j = 0; j < n_rows; j++) {
+        __m256 a = _mm256_set1_ps(alpha[j]);
+        const uint8_t* row = x + j * stride;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) acc[v] = _mm256_fmadd_ps(a, load8(dt, row, i0 + 8 * v), acc[v]);
     }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) _mm256_storeu_ps(y + i0 + 8 * v, acc[v]);
+}
+INLINE void axpy_dt(DType dt, float* y, const float* alpha, const uint8_t* x, size_t stride, int n_rows, int n) {
+    int full = n / 8 * 8;
+    for (int i0 = 0; i0 < full; i0 += 64) switch (std::min(full - i0, 64) / 8) {
+        case 8: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 8); break;
+        case 7: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 7); break;
+        case 6: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 6); break;
+        case 5: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 5); break;
+        case 4: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 4); break;
+        case 3: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 3); break;
+        case 2: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 2); break;
+        default: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, 1); break;
+    }
+    for (int j = 0; j < n_rows; j++)
+        for (int i = full; i < n; i++) {
+            const uint16_t* h = (const uint16_t*)(x + j * stride);
+            float v = dt == DType::BF16 ? bf16_to_f32(h[i]) : dt == DType::F16 ? _cvtsh_ss(h[i])
+                    : ((const float*)(x + j * stride))[i];
+            y[i] = std::fma(alpha[j], v, y[i]);
+        }
+}
+static void axpy_avx2(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n) {
+    if (xt == DType::BF16) axpy_dt(DType::BF16, y, alpha, x, stride, n_rows, n);
+    else if (xt == DType::F16) axpy_dt(DType::F16, y, alpha, x, stride, n_rows, n);
+    else axpy_dt(DType::F32, y, alpha, x, stride, n_rows, n);
 }
 
 // exp(x[i] - m), 8 at a time: kernels_fast.cpp:exp_poly step for step

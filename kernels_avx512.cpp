@@ -15,6 +15,7 @@
 // file compiles on any x86-64 compiler flags and runs only where
 // kernels.cpp:kernels_init found the CPU supports it.
 #include "kernels.h"
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -220,13 +221,44 @@ static float dot_avx512(const float* a, const uint8_t* b, DType bt, int n) {
     return dot_dt(DType::F32, a, b, n);
 }
 
-static void axpy_avx512(float* y, float alpha, const uint8_t* x, DType xt, int n) {
-    __m512 a = _mm512_set1_ps(alpha);
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        __m512 y0 = _mm512_maskz_loadu_ps(m, y + i);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(a, load16(xt, x, i, m), y0));
+// The value rows of a block into y: up to 8 registers of y (128 values)
+// stay in registers while all the rows go by, instead of a load and a store
+// of y per row. Each element is still one fma per row, in order of rows.
+INLINE void axpy_nv(DType dt, float* y, const float* alpha, const uint8_t* x, size_t stride, int n_rows, int i0,
+                    int n, int NV) {
+    __m512 acc[8];
+    __mmask16 m[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) {
+        int c = i0 + 16 * v;
+        m[v] = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+        acc[v] = _mm512_maskz_loadu_ps(m[v], y + c);
     }
+    for (int j = 0; j < n_rows; j++) {
+        __m512 a = _mm512_set1_ps(alpha[j]);
+        const uint8_t* row = x + j * stride;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) acc[v] = _mm512_fmadd_ps(a, load16(dt, row, i0 + 16 * v, m[v]), acc[v]);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(y + i0 + 16 * v, m[v], acc[v]);
+}
+INLINE void axpy_dt(DType dt, float* y, const float* alpha, const uint8_t* x, size_t stride, int n_rows, int n) {
+    for (int i0 = 0; i0 < n; i0 += 128) switch ((std::min(n - i0, 128) + 15) / 16) {
+        case 8: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 8); break;
+        case 7: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 7); break;
+        case 6: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 6); break;
+        case 5: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 5); break;
+        case 4: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 4); break;
+        case 3: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 3); break;
+        case 2: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 2); break;
+        default: axpy_nv(dt, y, alpha, x, stride, n_rows, i0, n, 1); break;
+    }
+}
+static void axpy_avx512(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n) {
+    if (xt == DType::BF16) axpy_dt(DType::BF16, y, alpha, x, stride, n_rows, n);
+    else if (xt == DType::F16) axpy_dt(DType::F16, y, alpha, x, stride, n_rows, n);
+    else axpy_dt(DType::F32, y, alpha, x, stride, n_rows, n);
 }
 
 // --kernels bf16dot: bf16 weights times activations rounded to bf16, with

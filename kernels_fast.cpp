@@ -153,8 +153,9 @@ static void tile_q8_scalar(const uint8_t* const* w, const uint8_t* const* x, int
     for (int t = 0; t < n_tokens; t++) out[0][t] = dot_q8_scalar(w[0], x[t], n_blocks);
 }
 
-static void axpy_scalar(float* y, float alpha, const uint8_t* x, DType xt, int n) {
-    for (int i = 0; i < n; i++) y[i] = std::fma(alpha, widen(xt, x, i), y[i]);
+static void axpy_scalar(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n) {
+    for (int j = 0; j < n_rows; j++, x += stride)
+        for (int i = 0; i < n; i++) y[i] = std::fma(alpha[j], widen(xt, x, i), y[i]);
 }
 
 // exp for the softmax, as a polynomial every instruction set computes the
@@ -326,10 +327,8 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
             m = block_max;
         }
         k.exp_shift(s, m, nb);
-        for (int j = 0; j < nb; j++) {
-            l += s[j];
-            k.axpy(out, s[j], values + (j0 + j) * stride, kv_type, head_dim);
-        }
+        for (int j = 0; j < nb; j++) l += s[j];
+        k.axpy(out, s, values + j0 * stride, stride, kv_type, nb, head_dim);
     }
     float inv = (float)(1.0 / l);
     for (int i = 0; i < head_dim; i++) out[i] *= inv;

@@ -205,7 +205,7 @@ static float dot_neon(const float* a, const uint8_t* b, DType bt, int n) {
     return dot_dt(DType::F32, a, b, n);
 }
 
-static void axpy_neon(float* y, float alpha, const uint8_t* x, DType xt, int n) {
+static void axpy_row(float* y, float alpha, const uint8_t* x, DType xt, int n) {
     float32x4_t a = vdupq_n_f32(alpha);
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -218,6 +218,10 @@ static void axpy_neon(float* y, float alpha, const uint8_t* x, DType xt, int n) 
                 : xt == DType::F16  ? f16_to_f32(((const uint16_t*)x)[i]) : ((const float*)x)[i];
         y[i] = std::fma(alpha, v, y[i]);
     }
+}
+
+static void axpy_neon(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n) {
+    for (int j = 0; j < n_rows; j++) axpy_row(y, alpha[j], x + j * stride, xt, n);
 }
 
 // exp(x[i] - m), 4 at a time: kernels_fast.cpp:exp_poly step for step

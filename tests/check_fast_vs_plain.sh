@@ -9,8 +9,9 @@
 #      reported as skipped): one summation order everywhere;
 #   3. greedy generation, 64 tokens: identical ids for plain and fast, for 1
 #      and 2 threads, and for batched and stepwise prefill;
-#   4. reported, not required: Q8_0 and f16/bf16 KV cache against bf16/f32 (logit
-#      deviation, greedy agreement).
+#   4. reported, not required: Q8_0 and f16/bf16 KV cache against bf16/f32, and
+#      --kernels bf16dot against fast (logit deviation, greedy agreement);
+#      bf16dot's own logits must still be the same for 1 and 2 threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The program under test; tests/check_arm64.sh passes the aarch64 build
@@ -103,5 +104,17 @@ print("    greedy: first %d of %d tokens identical to bf16" % (same, max(len(a),
         fwd $model $tmp/kv.bin --kernels fast --kv-type $kv
         compare $tmp/kv.bin $tmp/fast1.bin report $vocab
     done
+    # bf16dot rounds the activations to bf16: not the other sets' bits, but
+    # its own are the same for any thread count
+    if $RUN fwd $model --tokens 1 --kernels bf16dot >/dev/null 2>&1; then
+        fwd $model $tmp/bd1.bin --kernels bf16dot --threads 1
+        fwd $model $tmp/bd2.bin --kernels bf16dot --threads 2
+        if cmp -s $tmp/bd1.bin $tmp/bd2.bin; then echo "  ok: --kernels bf16dot: --threads 1 and 2 give identical logits"
+        else echo "  FAIL: --kernels bf16dot: --threads 1 and 2 differ"; status=1; fi
+        echo "  reported: --kernels bf16dot (activations rounded to bf16) against fast:"
+        compare $tmp/bd2.bin $tmp/fast1.bin report $vocab
+    else
+        echo "  skipped: this CPU does not run --kernels bf16dot"
+    fi
 done
 exit $status

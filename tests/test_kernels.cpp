@@ -344,7 +344,7 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
     std::mt19937 rng(11);
     std::vector<KernelSet> sets = simd_sets();
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
-        for (int n : {1, 5, 8, 9, 15, 16, 17, 33, 63, 64, 65, 128}) {
+        for (int n : {1, 5, 8, 9, 15, 16, 17, 33, 63, 64, 65, 128, 129, 200, 257}) {
             std::string type = dtype_name(dt);
             CAPTURE(type);
             CAPTURE(n);
@@ -359,10 +359,20 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
             float scalar = SCALAR_KERNELS.dot(a.data(), row, dt, n);
             CHECK(std::fabs((double)scalar - plain) <= (n / 16 + 5) * U * abs_sum + U * std::fabs(plain));
             std::vector<float> y0 = random_vec(n, rng), yp = y0, ys = y0;
-            vec_axpy_plain(yp.data(), 0.37f, row, dt, n);
-            SCALAR_KERNELS.axpy(ys.data(), 0.37f, row, dt, n);
+            float alpha = 0.37f;
+            vec_axpy_plain(yp.data(), alpha, row, dt, n);
+            SCALAR_KERNELS.axpy(ys.data(), &alpha, row, 0, dt, 1, n);
             for (int i = 0; i < n; i++)  // plain rounds twice (multiply, add), fma once
                 CHECK(std::fabs(ys[i] - yp[i]) <= 2 * U * (std::fabs(0.37 * b[i]) + std::fabs(y0[i])));
+            // several rows at once (attention's block of values): the rows one after another
+            int n_rows = 5;
+            TestMat R = random_mat(dt, n_rows, n + 3, rng);  // rows n + 3 long: the stride skips the rest
+            std::vector<float> alphas = random_vec(n_rows, rng), ym = y0, yr = y0;
+            size_t rstride = (n + 3) * (dt == DType::F32 ? 4 : 2);
+            SCALAR_KERNELS.axpy(ym.data(), alphas.data(), (const uint8_t*)R.m.data, rstride, dt, n_rows, n);
+            for (int j = 0; j < n_rows; j++)
+                SCALAR_KERNELS.axpy(yr.data(), &alphas[j], (const uint8_t*)R.m.data + j * rstride, 0, dt, 1, n);
+            CHECK(bitwise_equal(ym, yr));
             for (KernelSet set : sets) {
                 const SimdKernels& k = simd_table(set);
                 std::string name = k.name;
@@ -370,8 +380,11 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
                 float fast = k.dot(a.data(), row, dt, n);
                 CHECK(std::memcmp(&fast, &scalar, 4) == 0);
                 std::vector<float> yf = y0;
-                k.axpy(yf.data(), 0.37f, row, dt, n);
+                k.axpy(yf.data(), &alpha, row, 0, dt, 1, n);
                 CHECK(bitwise_equal(yf, ys));
+                std::vector<float> yk = y0;
+                k.axpy(yk.data(), alphas.data(), (const uint8_t*)R.m.data, rstride, dt, n_rows, n);
+                CHECK(bitwise_equal(yk, ym));
             }
             kernels_init(KernelSet::Fast, 0);
         }
