@@ -7,7 +7,8 @@
 # 1. Logits of a 64-token batch, every position: max, median and rms of
 #    |variant - default| over the vocabulary, relative to the spread (std)
 #    of the default logits.
-# 2. Greedy generation of N tokens with each: how long they stay identical.
+# 2. Greedy generation of N tokens with each (pure argmax: --no-gen-config
+#    drops the model's repetition penalty): how long they stay identical.
 # 3. Teacher-forced agreement: the variant's top-1 at every step of the
 #    default's greedy sequence (one batched forward over prompt + its
 #    tokens), so that one early difference does not hide all the later
@@ -28,8 +29,8 @@ tokens=$(seq 1 64 | awk '{ printf "%s%d", (NR > 1 ? "," : ""), ($1 * 7919 + 1047
 ./run fwd "$model" --tokens "$tokens" --all --dump "$tmp/ref.bin" >/dev/null 2>&1
 ./run fwd "$model" --tokens "$tokens" --all --dump "$tmp/var.bin" "${flags[@]}" >/dev/null 2>&1
 
-./run "$model" "Once upon a time" -n "$n" -t 0 --json 2>/dev/null >"$tmp/ref.json"
-./run "$model" "Once upon a time" -n "$n" -t 0 --json "${flags[@]}" 2>/dev/null >"$tmp/var.json"
+./run "$model" "Once upon a time" -n "$n" -t 0 --no-gen-config --json 2>/dev/null >"$tmp/ref.json"
+./run "$model" "Once upon a time" -n "$n" -t 0 --no-gen-config --json "${flags[@]}" 2>/dev/null >"$tmp/var.json"
 seq_ids=$(/usr/bin/python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
