@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include "logging.h"
+#include "trace_report.h"
 
 static double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -212,6 +213,11 @@ bool scheduler_step(Scheduler& s) {
     if (batch.empty()) return false;
 
     // Step 4: one forward for everyone, then each sequence's own sampler.
+    // With --report or --trace-json the step is recorded: who ran in it, and
+    // what each one did (trace_report.h:StepRecord).
+    bool recording = trace_recording();
+    StepRecord rec;
+    rec.t0_us = trace_now_us();
     const float* logits = nullptr;
     try {
         logits = forward_batch(*s.net, s.pages, batch.data(), (int)batch.size());
@@ -223,6 +229,16 @@ bool scheduler_step(Scheduler& s) {
     int vocab = s.net->model->cfg.vocab, row = 0, generated = 0, prompt_rows = 0;
     for (size_t i = 0; i < batch.size(); i++) {
         Slot& slot = *who[i];
+        if (recording) {
+            StepSeq q;
+            q.request = slot.req->id;
+            q.slot = (int)(&slot - s.slots.data());
+            q.prefill = slot.next < 0;
+            q.pos = batch[i].pos;
+            q.T = batch[i].T;
+            q.blocks = (int)slot.kv.blocks.size();
+            rec.seqs.push_back(q);
+        }
         if (slot.next < 0) {
             slot.prefilled += batch[i].T;
             prompt_rows += batch[i].T;
@@ -233,6 +249,7 @@ bool scheduler_step(Scheduler& s) {
         bool first = slot.next < 0;
         int t = -1;
         bool more = generation_step(slot.gen, l, slot.kv.n_pos, &t);
+        if (recording) rec.seqs.back().token = t;
         generated++;
         if (first) {
             slot.gen.res.prefill_ms = slot.gen.res.ttft_ms = (now_s() - slot.t_join) * 1000;
@@ -245,8 +262,16 @@ bool scheduler_step(Scheduler& s) {
             slot.gen.res.finish = Finish::Context;
             more = false;
         }
-        if (!more) finish(s, slot);
-        else slot.next = t;
+        if (!more) {
+            if (recording) rec.seqs.back().left = finish_name(slot.gen.res.finish);
+            finish(s, slot);
+        } else {
+            slot.next = t;
+        }
+    }
+    if (recording) {
+        rec.t1_us = trace_now_us();
+        trace_step(std::move(rec));
     }
 
     // The numbers /metrics shows.
