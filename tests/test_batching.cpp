@@ -208,6 +208,7 @@ TEST_CASE("forward_batch: a batch that needs more blocks than are free is refuse
 // ---------------------------------------------------------------------------
 // The scheduler, driven step by step without a server.
 #include "scheduler.h"
+#include "trace_report.h"
 
 struct SchedFixture {
     Model m;
@@ -296,6 +297,63 @@ TEST_CASE("scheduler: requests that join and leave mid-stream get the text they 
     CHECK(st.busy == 0);
     CHECK(st.requests_done == 5);
     CHECK(kv_blocks_free(s.pages) == s.pages.n_blocks);
+}
+
+TEST_CASE("scheduler: with a trace recording, each step records who ran, where, and the token each one got") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    scheduler_init(s, net, fixture().tok, 2, 8, 16, 512, 0, DType::F32);  // 8 rows a step: prompts take several
+    TraceOptions opt;
+    opt.json_path = "build/test_sched_trace.json";
+    REQUIRE(trace_start(opt, "test", true));
+    CHECK_FALSE(g_probe_forward);  // a batch is recorded by steps, not by probing every forward call
+    std::vector<Outcome> out(3);
+    std::vector<std::shared_ptr<SchedRequest>> reqs = {request(1, "Hello there", 6, 1, 0.0f, &out[0]),
+                                                       request(2, "Why?", 9, 2, 0.9f, &out[1]),
+                                                       request(3, "Count to ten", 4, 3, 0.0f, &out[2])};
+    CHECK(scheduler_submit(s, reqs[0]) == "");
+    CHECK(scheduler_submit(s, reqs[1]) == "");
+    int steps = 0;
+    for (; steps < 200; steps++) {
+        if (steps == 4) CHECK(scheduler_submit(s, reqs[2]) == "");  // waits for a slot
+        if (!scheduler_step(s) && steps > 4) break;
+    }
+    std::vector<StepRecord> rec = g_rec.steps;
+    trace_reset();
+    CHECK((int)rec.size() == steps);
+    bool two = false;
+    for (size_t k = 0; k < rec.size(); k++) {
+        two = two || rec[k].seqs.size() >= 2;
+        CHECK(rec[k].t1_us >= rec[k].t0_us);
+        int rows = 0;
+        for (const StepSeq& q : rec[k].seqs) rows += q.T;
+        CHECK(rows <= 8);
+    }
+    CHECK(two);
+    for (int i = 0; i < 3; i++) {
+        INFO("request " << i + 1);
+        int next_pos = -1, first_step = -1;
+        std::string text;
+        const char* left = nullptr;
+        for (size_t k = 0; k < rec.size(); k++)
+            for (const StepSeq& q : rec[k].seqs) {
+                if (q.request != i + 1) continue;
+                if (first_step < 0) first_step = (int)k;
+                CHECK(left == nullptr);  // nothing runs after it left
+                if (next_pos >= 0) CHECK(q.pos == next_pos);  // positions follow each other
+                next_pos = q.pos + q.T;
+                CHECK(q.blocks == kv_blocks_for(s.pages, q.pos + q.T));  // its table holds what it wrote
+                CHECK(q.prefill == (q.pos + q.T <= (int)reqs[i]->prompt.size()));
+                bool stop = q.left && std::string(q.left) == "stop";  // the stop token is not part of the text
+                if (q.token >= 0 && !stop) text += token_bytes(fixture().tok, q.token);
+                left = q.left;
+            }
+        CHECK(text == out[i].text);  // every token it got, in the step that sampled it
+        REQUIRE(left != nullptr);
+        CHECK(std::string(left) == finish_name(out[i].finish));
+        if (i == 2) CHECK(first_step > 4);  // it joined later: its first step is later
+    }
 }
 
 static std::shared_ptr<SchedRequest> chat_request(int id, const std::vector<ChatMessage>& chat, int n, Outcome* out) {

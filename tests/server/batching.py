@@ -263,7 +263,7 @@ def trace_clients():
     """Overlapping streams of different lengths for a server started with
     --report / --trace-json: three at once, and a fourth once the longest is
     decoding. Writes what each received (its id and tokens) to sys.argv[3]."""
-    reqs = [("Write a poem about a lantern in the night", 160), ("Hi", 12), ("Tell me about the sea", 40),
+    reqs = [("Write a poem about a lantern in the night", 80), ("Hi", 12), ("Tell me about the sea", 40),
             ("Count to twenty please", 24)]
     res = [None] * len(reqs)
     decoding = threading.Event()
