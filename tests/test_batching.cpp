@@ -210,6 +210,36 @@ TEST_CASE("forward_batch: a batch that needs more blocks than are free is refuse
 #include "scheduler.h"
 #include "trace_report.h"
 
+TEST_CASE("plan_step: decode rows first, then prompt chunks oldest first, within the row budget") {
+    auto reading = [](int id, int len, int done) { SlotView v; v.busy = true, v.id = id, v.prompt_len = len, v.prefilled = done; return v; };
+    SlotView decoding;
+    decoding.busy = decoding.decoding = true;
+    decoding.id = 1;
+    // A 20-token prompt beside two decoding slots, 8 rows a step: chunks of 6, 6, 6 and 2.
+    std::vector<SlotView> slots = {decoding, reading(3, 20, 0), decoding, SlotView()};
+    std::vector<int> chunks;
+    for (int step = 0; step < 10 && !slots[1].decoding; step++) {
+        std::vector<StepRows> p = plan_step(slots, 8);
+        REQUIRE(p.size() == 3);
+        CHECK(p[0].slot == 0);  // decode rows first, in slot order
+        CHECK(p[1].slot == 2);
+        CHECK((p[0].n == 1 && p[0].logits && p[1].n == 1 && p[1].logits));
+        CHECK(p[2].slot == 1);
+        chunks.push_back(p[2].n);
+        slots[1].prefilled += p[2].n;
+        CHECK(p[2].logits == (slots[1].prefilled == 20));  // only the chunk that ends the prompt
+        if (p[2].logits) slots[1].decoding = true;
+    }
+    CHECK(chunks == std::vector<int>{6, 6, 6, 2});
+    // The oldest request first, whatever its slot; the budget runs out.
+    std::vector<StepRows> p = plan_step({reading(9, 4, 0), reading(7, 4, 0), reading(8, 4, 0)}, 10);
+    REQUIRE(p.size() == 3);
+    CHECK((p[0].slot == 1 && p[0].n == 4 && p[0].logits));
+    CHECK((p[1].slot == 2 && p[1].n == 4 && p[1].logits));
+    CHECK((p[2].slot == 0 && p[2].n == 2 && !p[2].logits));
+    CHECK(plan_step({SlotView(), SlotView()}, 8).empty());  // nothing to do
+}
+
 struct SchedFixture {
     Model m;
     Tokenizer tok;
