@@ -50,10 +50,6 @@ if sorted(cells) != want:
 print("ok   the report's batch view: %d cells, one per sequence per step, as in the trace" % len(cells))
 EOF
 
-browser() {
-    timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --user-data-dir="$TMP/profile" --enable-logging=stderr --log-level=0 "$@"
-}
 browser --dump-dom "file://$TMP/report.html" >"$TMP/report.dom" 2>"$TMP/chromium.log"
 status=$(grep -o 'id="report-status"[^>]*>[^<]*' "$TMP/report.dom" | sed 's/.*>//')
 grep -i uncaught "$TMP/chromium.log" | head -3 | grep . && fail "uncaught JavaScript error in the report"
