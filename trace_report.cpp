@@ -120,6 +120,7 @@ void trace_set_model(const Model& m, const Tokenizer& tok) {
     g_rec.model = &m;
     g_rec.tok = &tok;
     g_rec.cfg = m.cfg;
+    if (g_rec.serving) return;  // no probes, no attention maps
     AttentionMaps& a = g_rec.attention;
     a.n_layers = m.cfg.n_layers;
     a.n_heads = m.cfg.n_heads;
