@@ -31,6 +31,7 @@
 //   ./run bench models/qwen3-0.6b --quant bf16          (make bench runs it)
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -266,8 +267,10 @@ static std::string gguf_for(const std::string& model_dir, DType dt, std::string&
         fclose(f);
         return out;
     }
+    std::string type = dtype_name(dt);  // "BF16"; convert's --type takes "bf16"
+    for (char& ch : type) ch = (char)tolower(ch);
     std::string cmd = "mkdir -p build/bench && /proc/self/exe convert '" + model_dir + "' '" + out + "' --type " +
-                      dtype_name(dt) + " >/dev/null 2>&1";
+                      type + " >/dev/null 2>&1";
     if (system(cmd.c_str()) != 0) {
         why_not = std::string("./run convert to ") + dtype_name(dt) + " GGUF failed";
         std::remove(out.c_str());

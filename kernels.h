@@ -81,7 +81,19 @@ const char* kernel_path_name();
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
-void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T, const SimdKernels& k);
+
+// Several matrices that multiply the same x, in one pass: q, k and v of a
+// layer; gate and up. Each output gets the bits matmul(out, x, *W, bias, T)
+// would give; the fast kernels run all of them in one parallel loop, so the
+// threads meet once instead of once per matrix (book/11-performance.md).
+struct MatmulOut {
+    float* out;          // [T, W->rows]
+    const Mat* W;        // W->cols: the width of x
+    const float* bias;   // [W->rows], or nullptr
+};
+const int MAX_MATMUL_OUTS = 4;
+void matmul_many(const MatmulOut* outs, int n, const float* x, int T);
+void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k);
 
 // Attention's two inner loops, the plain way: the second operand is a row of
 // the KV cache in f32, f16 or bf16 (--kv-type).
