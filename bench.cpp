@@ -24,7 +24,9 @@
 // after each row was the mapped weight files and how much the process's own
 // memory. The file's own type (bf16 here) is read in place through mmap, so
 // a model far larger than the free memory still runs: its pages are file
-// cache that the kernel can drop and read again.
+// cache that the kernel can drop and read again. A converted row gives the
+// file's pages back (model.cpp:release_file_pages), as --quant does, so its
+// RSS is its copies, the KV cache and the buffers.
 //
 // Other shapes of the family (book/17-beyond-05b.md), e.g. Qwen3-0.6B:
 //   build/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
@@ -223,6 +225,7 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep) {
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
         *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
+        release_file_pages(m, o.data, o.bytes());  // as --quant does; read again if a later row uses them
     }
     if (tied) m.embed = m.lm_head;
     return true;
@@ -427,6 +430,8 @@ int cmd_bench(int argc, char** argv) {
                 if (n_decode > 0) {
                     int next = argmax(prefill(16), c.vocab);
                     bw_near.push_back(bandwidth.measure());
+                    // The probe read the file; weights that all live in copies do not need its pages.
+                    if (bandwidth.data && w.storage.size() == w.mats.size()) release_file_pages(m, m.map, m.file_size);
                     double t0 = now_s();
                     for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                     tg.push_back(n_decode / (now_s() - t0));
