@@ -433,6 +433,21 @@ void release_file_pages(const Model& m, const void* p, size_t n) {
     if (e > b) madvise((void*)b, e - b, MADV_DONTNEED);
 }
 
+// Decode reads every converted weight once per token. In pages of 4 KB the
+// 0.5B model's Q8_0 copy is 128,000 pages, each a TLB miss on every token;
+// in 2 MB pages it is 250. Measured on one core of the Zen 5 machine (book
+// chapter 11): a plain read of the weights 22 -> 29 GB/s, the Q8_0 decode
+// products 11 -> 12 GB/s. The storage is reserved (address space only, no
+// page touched yet) and marked, so the pages the conversion then writes
+// come as huge pages where the kernel has them (transparent huge pages in
+// "madvise" or "always" mode); elsewhere the call does nothing.
+static void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
+    v.reserve(bytes);
+    const uintptr_t huge = 2u << 20;
+    uintptr_t b = ((uintptr_t)v.data() + huge - 1) & ~(huge - 1), e = ((uintptr_t)v.data() + bytes) & ~(huge - 1);
+    if (e > b) madvise((void*)b, e - b, MADV_HUGEPAGE);
+}
+
 // --quant q8_0 (or another block format): every matrix becomes blocks in
 // memory owned by the model. The mmap stays for the small vectors already
 // copied and for a matrix that keeps its file type; the pages of each
@@ -451,6 +466,7 @@ void quantize_model(Model& m, DType to) {
         DType t = block_fallback(to, w.cols);
         if (w.cols % dtype_block_size(t)) { kept++; return; }
         m.owned.emplace_back();
+        prefer_huge_pages(m.owned.back(), (size_t)w.rows * dtype_row_bytes(t, w.cols));
         Mat src = w;
         w = quantize_mat(src, t, m.owned.back());
         release_file_pages(m, src.data, src.bytes());
