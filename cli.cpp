@@ -182,10 +182,10 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              g_watch_filter.positions = parse_index_list("--trace-pos", v); }},
         {"trace", "--trace-match", "TEXT", "all", "-vv shows only tensors whose name contains TEXT (a,b: either)", [&](const char* v) {
              g_watch_filter.names = split_commas(v); }},
-        {"report", "--report", "[FILE]", "trace_report.html", "write an HTML report: timeline, tokens, layers, attention, graph "
-         "(the next word is the file unless it starts with - or holds a space)", [&](const char* v) {
+        {"report", "--report", "[FILE]", "trace_report.html", "write an HTML report: timeline, tokens, layers, attention, graph; "
+         "serve: the batch of every step, written when it stops (the next word is the file unless it starts with - or holds a space)", [&](const char* v) {
              o.trace.report_path = v ? v : "trace_report.html"; }},
-        {"report", "--trace-json", "FILE", "off", "write a Chrome trace (Perfetto): load, tokenize, prefill, decode steps, layers", [&](const char* v) {
+        {"report", "--trace-json", "FILE", "off", "write a Chrome trace (Perfetto): load, tokenize, prefill, decode steps, layers; serve: a track per slot", [&](const char* v) {
              o.trace.json_path = v; }},
         {"graph", "--graph", "FILE.dot", "off", "write the computation graph as Graphviz DOT (needs no prompt)", [&](const char* v) {
              o.trace.graph_path = v; }},

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include "logging.h"
+#include "trace_report.h"
 
 static double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -114,6 +115,33 @@ static void index_blocks(Scheduler& s, Slot& slot) {
     kv_seq_index(s.pages, kv, tokens.data(), std::min((int)tokens.size(), kv.n_pos));
 }
 
+// Step 3's rule. Decode rows come first because a generating request must
+// never wait: its client sees the pause. Prompts go oldest first (by id,
+// not by slot) so that a request that has waited longest gets its first
+// token soonest; the budget caps the step's rows, so a long prompt is read
+// over several steps beside everyone's decode rows instead of stalling
+// them. --batch-tokens is at least --parallel, so every decode row fits.
+std::vector<StepRows> plan_step(const std::vector<SlotView>& slots, int batch_tokens) {
+    std::vector<StepRows> rows;
+    int budget = batch_tokens;
+    for (int i = 0; i < (int)slots.size(); i++)
+        if (slots[i].busy && slots[i].decoding) {
+            rows.push_back({i, 1, true});
+            budget--;
+        }
+    std::vector<int> prefilling;
+    for (int i = 0; i < (int)slots.size(); i++)
+        if (slots[i].busy && !slots[i].decoding) prefilling.push_back(i);
+    std::sort(prefilling.begin(), prefilling.end(), [&](int a, int b) { return slots[a].id < slots[b].id; });
+    for (int i : prefilling) {
+        int left = slots[i].prompt_len - slots[i].prefilled, n = std::min(left, budget);
+        if (n <= 0) break;
+        rows.push_back({i, n, n == left});  // the prompt's last token: its logits give the first answer token
+        budget -= n;
+    }
+    return rows;
+}
+
 // Steps 1 and 2: leave and join.
 static void leave_and_join(Scheduler& s) {
     for (Slot& slot : s.slots)
@@ -176,42 +204,34 @@ static void refresh_stats(Scheduler& s) {
 bool scheduler_step(Scheduler& s) {
     leave_and_join(s);
 
-    // Step 3: the batch. Decode rows first, then prompt chunks, oldest request first.
+    // Step 3: the batch. plan_step says which rows; here they become
+    // BatchSeqs pointing at each sequence's tokens and cache.
+    std::vector<SlotView> view(s.slots.size());
+    for (size_t i = 0; i < s.slots.size(); i++) {
+        const Slot& slot = s.slots[i];
+        if (slot.req) view[i] = {true, slot.req->id, (int)slot.req->prompt.size(), slot.prefilled, slot.next >= 0};
+    }
     std::vector<BatchSeq> batch;
     std::vector<Slot*> who;
-    int budget = s.batch_tokens;
-    for (Slot& slot : s.slots) {
-        if (!slot.req || slot.next < 0) continue;
+    for (const StepRows& p : plan_step(view, s.batch_tokens)) {
+        Slot& slot = s.slots[p.slot];
         BatchSeq b;
-        b.tokens = &slot.next;
-        b.T = 1;
+        b.tokens = view[p.slot].decoding ? &slot.next : slot.req->prompt.data() + slot.prefilled;
+        b.T = p.n;
         b.pos = slot.kv.n_pos;
         b.kv = &slot.kv;
-        b.logits = true;
+        b.logits = p.logits;
         batch.push_back(b);
         who.push_back(&slot);
-        budget--;
-    }
-    std::vector<Slot*> prefilling;
-    for (Slot& slot : s.slots)
-        if (slot.req && slot.next < 0) prefilling.push_back(&slot);
-    std::sort(prefilling.begin(), prefilling.end(), [](Slot* a, Slot* b) { return a->req->id < b->req->id; });
-    for (Slot* slot : prefilling) {
-        int left = (int)slot->req->prompt.size() - slot->prefilled, n = std::min(left, budget);
-        if (n <= 0) break;
-        BatchSeq b;
-        b.tokens = slot->req->prompt.data() + slot->prefilled;
-        b.T = n;
-        b.pos = slot->prefilled;
-        b.kv = &slot->kv;
-        b.logits = n == left;  // the prompt's last token: its logits give the first answer token
-        batch.push_back(b);
-        who.push_back(slot);
-        budget -= n;
     }
     if (batch.empty()) return false;
 
     // Step 4: one forward for everyone, then each sequence's own sampler.
+    // With --report or --trace-json the step is recorded: who ran in it, and
+    // what each one did (trace_report.h:StepRecord).
+    bool recording = trace_recording();
+    StepRecord rec;
+    rec.t0_us = trace_now_us();
     const float* logits = nullptr;
     try {
         logits = forward_batch(*s.net, s.pages, batch.data(), (int)batch.size());
@@ -223,6 +243,16 @@ bool scheduler_step(Scheduler& s) {
     int vocab = s.net->model->cfg.vocab, row = 0, generated = 0, prompt_rows = 0;
     for (size_t i = 0; i < batch.size(); i++) {
         Slot& slot = *who[i];
+        if (recording) {
+            StepSeq q;
+            q.request = slot.req->id;
+            q.slot = (int)(&slot - s.slots.data());
+            q.prefill = slot.next < 0;
+            q.pos = batch[i].pos;
+            q.T = batch[i].T;
+            q.blocks = (int)slot.kv.blocks.size();
+            rec.seqs.push_back(q);
+        }
         if (slot.next < 0) {
             slot.prefilled += batch[i].T;
             prompt_rows += batch[i].T;
@@ -233,6 +263,7 @@ bool scheduler_step(Scheduler& s) {
         bool first = slot.next < 0;
         int t = -1;
         bool more = generation_step(slot.gen, l, slot.kv.n_pos, &t);
+        if (recording) rec.seqs.back().token = t;
         generated++;
         if (first) {
             slot.gen.res.prefill_ms = slot.gen.res.ttft_ms = (now_s() - slot.t_join) * 1000;
@@ -245,8 +276,16 @@ bool scheduler_step(Scheduler& s) {
             slot.gen.res.finish = Finish::Context;
             more = false;
         }
-        if (!more) finish(s, slot);
-        else slot.next = t;
+        if (!more) {
+            if (recording) rec.seqs.back().left = finish_name(slot.gen.res.finish);
+            finish(s, slot);
+        } else {
+            slot.next = t;
+        }
+    }
+    if (recording) {
+        rec.t1_us = trace_now_us();
+        trace_step(std::move(rec));
     }
 
     // The numbers /metrics shows.

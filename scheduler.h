@@ -8,7 +8,8 @@
 //      blocks of its beginning that are already in the cache (kv_pages.h),
 //   3. builds one batch: one row per decoding request (its last token), then
 //      prompt chunks of the requests still in prefill, up to --batch-tokens
-//      rows in all, so a long prompt never stalls everyone's next token,
+//      rows in all, so a long prompt never stalls everyone's next token
+//      (plan_step decides the rows),
 //   4. runs forward_batch, and gives each sequence whose logits came back
 //      to its own sampler (generation_step: the same rules as ./run),
 //   5. finishes the requests that stopped: they leave the batch now.
@@ -35,6 +36,27 @@ struct SchedRequest {
     // is no complete answer (status: the HTTP status that fits it).
     std::function<void(GenerateResult&, const std::string& error, int status)> done;
 };
+
+// Step 3 as a pure function of the slots (plan_step): what it sees of a
+// slot, and the rows it gives one sequence. chapters/scheduler has the
+// reader write it.
+struct SlotView {
+    bool busy = false;      // false: the slot is free (the other fields mean nothing)
+    int id = 0;             // the request's number: a lower id arrived earlier
+    int prompt_len = 0;     // tokens in its prompt (at least 1)
+    int prefilled = 0;      // prompt tokens already in its KV cache
+    bool decoding = false;  // the whole prompt is in: each step feeds back its last sampled token
+};
+struct StepRows {
+    int slot = 0;           // which slot (index into the slots)
+    int n = 0;              // how many of its tokens ride in this step
+    bool logits = false;    // its last row's logits are sampled this step
+};
+// The rows of the next step, in batch order: one for every decoding slot
+// (slot order), then prompt chunks, the oldest request first, each
+// min(tokens left, rows left) until batch_tokens rows are spent; logits for
+// every decode row and for a chunk that ends its prompt.
+std::vector<StepRows> plan_step(const std::vector<SlotView>& slots, int batch_tokens);
 
 // One running request.
 struct Slot {

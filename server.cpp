@@ -25,6 +25,8 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdarg>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <memory>
@@ -172,34 +174,14 @@ static std::string submit(Server& e, const std::shared_ptr<Job>& job) {
         job->cv.notify_all();
         return !job->cancelled;
     };
-    bool tracing = !e.opt.trace.report_path.empty() || !e.opt.trace.json_path.empty();
-    if (job->top_logprobs >= 0 || tracing)
-        r->hooks.on_token = [&e, job, tracing](int token, const SampleInfo& info) {
-            if (tracing) trace_token(token, info);
-            if (job->top_logprobs < 0 || std::count(e.stop_ids.begin(), e.stop_ids.end(), token)) return;
+    if (job->top_logprobs >= 0)
+        r->hooks.on_token = [&e, job](int token, const SampleInfo& info) {
+            if (std::count(e.stop_ids.begin(), e.stop_ids.end(), token)) return;
             std::lock_guard<std::mutex> lk(job->mu);
             job->tokens.push_back(info);
         };
     r->cancelled = [job] { return job->cancelled.load(); };
-    // --report and --trace-json cover one request at a time (--parallel 1):
-    // the trace starts when the request joins and is written when it ends.
-    auto traced = std::make_shared<bool>(false);
-    if (tracing) {
-        r->on_start = [&e, job, traced] {
-            *traced = trace_start(e.opt.trace, strprintf("%s (request %d)", job->chat ? "POST /v1/chat/completions" : "POST /v1/completions", job->id));
-            if (!*traced) return;
-            trace_set_model(e.model, e.tok);
-            trace_set_prompt(job->prompt_text, job->gen.sampling);
-        };
-    }
-    r->done = [job, traced](GenerateResult& res, const std::string& error, int status) {
-        if (*traced) {
-            try {
-                trace_finish(res.text, finish_name(res.finish));
-            } catch (const LanternError& ex) {
-                LOGW(CAT_SERVER, "%s", ex.what());
-            }
-        }
+    r->done = [job](GenerateResult& res, const std::string& error, int status) {
         finish_job(*job, std::move(res), error, status);
     };
     return scheduler_submit(e.sched, r);
@@ -765,11 +747,22 @@ int cmd_serve(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
 
     if (g_device == Device::CUDA) fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
-    if ((!o.trace.report_path.empty() || !o.trace.json_path.empty()) && o.parallel != 1)
-        fail("serve: --report and --trace-json follow one request at a time; add --parallel 1");
+    // --report and --trace-json record the whole run, every scheduler step
+    // (scheduler.cpp), and are written when the server stops. A file that
+    // cannot be written is found now, not after hours of serving.
+    for (const std::string& path : {o.trace.report_path, o.trace.json_path}) {
+        if (path.empty()) continue;
+        FILE* f = fopen(path.c_str(), "a");
+        if (!f) fail("%s: cannot write (%s)", path.c_str(), strerror(errno));
+        fclose(f);
+    }
+    trace_start(o.trace, command_line("./run serve", argc, argv), true);
     // The model and the tokenizer; no KV cache of engine_load's: each
     // sequence's cache is a block table in the scheduler's pages.
+    double t_load = trace_now_us();
     engine_load(e, o.engine, ENGINE_MODEL | ENGINE_TOKENIZER);
+    trace_span("load", t_load);
+    trace_set_model(e.model, e.tok);
     e.n_ctx = o.engine.ctx ? o.engine.ctx : std::min(4096, e.model.cfg.max_pos);
     if (e.n_ctx > e.model.cfg.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", e.n_ctx, e.model.cfg.max_pos);
     net_init(e.net, e.model, 1);  // scratch only: the sequences' caches are the scheduler's pages
@@ -807,5 +800,6 @@ int cmd_serve(int argc, char** argv) {
     svr.stop();
     http.join();
     waiter.join();
+    trace_finish("", "");  // --report, --trace-json: every step of the run
     return 0;
 }

@@ -87,15 +87,18 @@ static const ProbeListener listener = {on_forward_begin, on_forward_end, on_laye
 // ---------------------------------------------------------------------------
 // The run's side.
 
-bool trace_start(const TraceOptions& opt, const std::string& command) {
+bool trace_start(const TraceOptions& opt, const std::string& command, bool serving) {
     if (opt.report_path.empty() && opt.json_path.empty()) return false;
     g_rec = Recorder();
     g_rec.on = true;
     g_rec.opt = opt;
     g_rec.command = command;
     g_rec.t_start_us = log_now_us();
-    g_watch_tensors = g_probe_forward = true;
-    g_probe_listener = &listener;
+    g_rec.serving = serving;
+    if (!serving) {
+        g_watch_tensors = g_probe_forward = true;
+        g_probe_listener = &listener;
+    }
     return true;
 }
 
@@ -117,6 +120,7 @@ void trace_set_model(const Model& m, const Tokenizer& tok) {
     g_rec.model = &m;
     g_rec.tok = &tok;
     g_rec.cfg = m.cfg;
+    if (g_rec.serving) return;  // no probes, no attention maps
     AttentionMaps& a = g_rec.attention;
     a.n_layers = m.cfg.n_layers;
     a.n_heads = m.cfg.n_heads;
@@ -146,6 +150,10 @@ void trace_token(int token, const SampleInfo& info) {
     }
     g_rec.pos_generated[t.pos] = 1;
     g_rec.next_is_prefill = false;
+}
+
+void trace_step(StepRecord&& step) {
+    if (g_rec.on && g_rec.serving) g_rec.steps.push_back(std::move(step));
 }
 
 static void write_file(const std::string& path, const std::string& text) {
@@ -221,12 +229,18 @@ void trace_reset() {
 //       sample                        end of the last forward .. token out
 //     decode step k                 one forward of one token, then its sample
 //       forward / layer i / sample
+//
+// A serving trace (./run serve) has the scheduler's steps on track 1 and
+// one track per slot under it (track 2 + slot): in each step, a slice for
+// the sequence in that slot, named by its request and phase ("#3 prefill",
+// "#3 decode"), so a request is seen joining a slot, reading its prompt in
+// chunks, decoding beside the others, and leaving.
 namespace {
 struct TraceWriter {
     const Recorder& r;
     nlohmann::json events = nlohmann::json::array();
-    void span(const std::string& name, const char* cat, double t0, double t1, nlohmann::json args = nullptr) {
-        nlohmann::json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", 1}, {"tid", 1},
+    void span(const std::string& name, const char* cat, double t0, double t1, nlohmann::json args = nullptr, int tid = 1) {
+        nlohmann::json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", 1}, {"tid", tid},
                             {"ts", std::round((t0 - r.t_start_us) * 1000) / 1000},
                             {"dur", std::round((t1 - t0) * 1000) / 1000}};
         if (!args.is_null()) e["args"] = args;
@@ -238,10 +252,42 @@ struct TraceWriter {
             span("layer " + std::to_string(l.layer), "layer", l.t0_us, l.t1_us,
                  {{"rms_in", l.rms_in}, {"rms_out", l.rms_out}, {"attn_entropy_bits", l.entropy_bits}});
     }
+    std::string text(int id) const {
+        return r.tok && id >= 0 && id < tokenizer_vocab_size(*r.tok) ? utf8_sanitize(token_bytes(*r.tok, id)) : "";
+    }
     void sample(const TokenRecord& t, double t0) {
-        int id = t.info.token;
-        std::string text = r.tok && id < tokenizer_vocab_size(*r.tok) ? utf8_sanitize(token_bytes(*r.tok, id)) : "";
-        span("sample", "sample", t0, t.t_us, {{"token", t.info.token}, {"text", text}, {"p", t.info.prob}});
+        span("sample", "sample", t0, t.t_us, {{"token", t.info.token}, {"text", text(t.info.token)}, {"p", t.info.prob}});
+    }
+    void track(int tid, const std::string& name) {
+        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}});
+        events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+    }
+    void steps() {
+        int n_slots = 0;
+        for (const StepRecord& st : r.steps)
+            for (const StepSeq& q : st.seqs) n_slots = std::max(n_slots, q.slot + 1);
+        for (int i = 0; i < n_slots; i++) track(2 + i, "slot " + std::to_string(i));
+        for (size_t k = 0; k < r.steps.size(); k++) {
+            const StepRecord& st = r.steps[k];
+            int rows = 0, prefill = 0;
+            for (const StepSeq& q : st.seqs) {
+                rows += q.T;
+                if (q.prefill) prefill += q.T;
+            }
+            span("step " + std::to_string(k + 1), "step", st.t0_us, st.t1_us,
+                 {{"step", k + 1}, {"sequences", st.seqs.size()}, {"rows", rows}, {"prefill_rows", prefill}, {"decode_rows", rows - prefill}});
+            for (const StepSeq& q : st.seqs) {
+                const char* phase = q.prefill ? "prefill" : "decode";
+                nlohmann::json a = {{"request", q.request}, {"slot", q.slot}, {"phase", phase}, {"step", k + 1},
+                                    {"pos", q.pos}, {"tokens", q.T}, {"kv_blocks", q.blocks}};
+                if (q.token >= 0) {
+                    a["token"] = q.token;
+                    a["text"] = text(q.token);
+                }
+                if (q.left) a["finish"] = q.left;
+                span("#" + std::to_string(q.request) + " " + phase, phase, st.t0_us, st.t1_us, a, 2 + q.slot);
+            }
+        }
     }
 };
 }  // namespace
@@ -249,8 +295,9 @@ struct TraceWriter {
 std::string trace_json(const Recorder& r) {
     TraceWriter w{r};
     w.events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "lantern " + r.command}}}});
-    w.events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "main"}}}});
+    w.track(1, r.serving ? "scheduler" : "main");
     for (const SpanRecord& s : r.spans) w.span(s.name, "run", s.t0_us, s.t1_us);
+    w.steps();
     // Walk forwards and tokens in time order: a token closes the group
     // (prefill or decode step) that the forwards before it opened.
     size_t f = 0, t = 0;

@@ -10,6 +10,11 @@
 //
 // When none of them is asked for, trace_start returns false and leaves every
 // probe off: the run pays one branch per layer, nothing more.
+//
+// ./run serve records something else: not the inside of one forward call
+// but the scheduler's steps, which sequences ran in each (trace_step). The
+// report then draws the batch, step by step and slot by slot, and the
+// Chrome trace has one track per slot.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -45,6 +50,24 @@ struct TokenRecord {  // one sampled token (stop tokens too)
     int pos = 0;        // the position it goes to
     double t_us = 0;    // when the sampler returned it
     SampleInfo info;    // info.token is the chosen id
+};
+
+// Serving: one sequence's rows in one scheduler step.
+struct StepSeq {
+    int request = 0;          // the request's id (its answer's id ends with it: "chatcmpl-7")
+    int slot = 0;             // which of the --parallel slots it runs in
+    bool prefill = true;      // a chunk of its prompt, or one decode token
+    int pos = 0, T = 0;       // its rows: positions pos .. pos+T-1
+    int blocks = 0;           // KV blocks in its table after the step
+    int token = -1;           // sampled from its last row's logits (-1: none; a prompt chunk before the last)
+    const char* left = nullptr;  // it finished in this step: why (finish_name: "length", "stop", ...)
+};
+
+// One scheduler step: one forward_batch over every sequence in it, then
+// each one's sampler.
+struct StepRecord {
+    double t0_us = 0, t1_us = 0;
+    std::vector<StepSeq> seqs;
 };
 
 // A tensor's statistics, one point per forward call, for the small multiples.
@@ -87,6 +110,8 @@ struct Recorder {
     std::vector<TensorSeries> series;
     std::map<std::string, int> series_index;  // "L3.attn.q" -> index into series
     AttentionMaps attention;
+    bool serving = false;             // ./run serve: steps are recorded, the forward probes stay off
+    std::vector<StepRecord> steps;
 };
 extern Recorder g_rec;
 // How many positions went through the model (the last sampled token never does).
@@ -97,8 +122,10 @@ int positions_run(const Recorder& r);
 // trace_set_prompt, generate with on_token = trace_token, trace_finish.
 
 // Starts recording when opt asks for a report or a trace; returns whether it
-// did. `command` is the command line, shown in the report.
-bool trace_start(const TraceOptions& opt, const std::string& command);
+// did. `command` is the command line, shown in the report. serving: record
+// the scheduler's steps (trace_step) instead of probing every forward call,
+// which in a batch would mix the sequences' layers and attention.
+bool trace_start(const TraceOptions& opt, const std::string& command, bool serving = false);
 bool trace_recording();
 double trace_now_us();                         // log_now_us(), for trace_span
 void trace_span(const char* name, double t0_us);  // a span from t0_us to now
@@ -106,6 +133,7 @@ void trace_set_model(const Model& m, const Tokenizer& tok);
 void trace_set_prompt(const std::string& prompt, const SamplerParams& s);
 void trace_turn_begin();  // chat: the next forward calls are a new prefill
 void trace_token(int token, const SampleInfo& info);  // GenerateHooks::on_token
+void trace_step(StepRecord&& step);  // serving: a step the scheduler ran (scheduler_step)
 // Stops recording and writes what opt asked for; throws LanternError when a
 // file can't be written. g_rec keeps the recording until the next start.
 void trace_finish(const std::string& output, const std::string& finish);

@@ -262,3 +262,78 @@ std::string heat_legend_svg() {
     }
     return s + "</svg>";
 }
+
+// The batch of a serving run (./run serve --report): one column per
+// scheduler step, one row per slot. A cell is the sequence that ran in that
+// slot in that step, orange while it reads its prompt, blue while it
+// decodes; an empty cell is a free slot. Each run of cells of one request is
+// labelled with its id, every cell says on hover what it did. The bars on
+// top are each step's rows (tokens through the model), split the same way,
+// on a square-root scale: a 256-row prompt chunk and a 1-row decode step
+// both stay visible.
+// At most MAX_BATCH_STEPS columns are drawn; a long run's page says so.
+std::string batch_svg(const Recorder& r) {
+    int n = std::min((int)r.steps.size(), MAX_BATCH_STEPS), slots = 0, most_rows = 1;
+    for (int k = 0; k < n; k++) {
+        int rows = 0;
+        for (const StepSeq& q : r.steps[k].seqs) {
+            slots = std::max(slots, q.slot + 1);
+            rows += q.T;
+        }
+        most_rows = std::max(most_rows, rows);
+    }
+    const double L = 64, top = 18, bars = 56, gap = 10, lane = 22;
+    double cw = std::max(3.0, std::min(24.0, std::floor(1000.0 / std::max(1, n))));
+    double W = L + n * cw + 16, y0 = top + bars + gap, H = y0 + slots * lane + 30;
+    std::string s = strprintf("<svg class='chart batch' viewBox='0 0 %.0f %.0f' width='%.0f' role='img'><title>the batch, step by step</title>", W, H, W);
+    s += strprintf("<text x='%.0f' y='%.1f' class='lane' text-anchor='end'>rows</text>", L - 8, top + bars / 2 + 4);
+    s += strprintf("<text x='%.0f' y='%.1f' class='tick' text-anchor='end'>1</text>", L - 8, top + bars - bars / std::sqrt((double)most_rows) + 4);
+    s += strprintf("<text x='%.0f' y='%.1f' class='tick' text-anchor='end'>%d</text>", L - 8, top + 4, most_rows);
+    for (int i = 0; i < slots; i++) {
+        double y = y0 + i * lane;
+        s += strprintf("<text x='%.0f' y='%.1f' class='lane' text-anchor='end'>slot %d</text>", L - 8, y + lane / 2 + 4, i);
+        s += strprintf("<rect x='%.0f' y='%.1f' width='%.1f' height='%.0f' class='free'/>", L, y + 1, n * cw, lane - 4);
+    }
+    std::vector<int> run_req(slots, -1), run_start(slots, 0);  // the request each slot holds, since which step
+    auto label = [&](int slot, int end) {  // the run of run_req[slot] over steps run_start..end-1
+        if (run_req[slot] < 0 || (end - run_start[slot]) * cw < 22) return;
+        s += strprintf("<text x='%.1f' y='%.1f' class='cell-label'>#%d</text>", L + run_start[slot] * cw + 3,
+                       y0 + slot * lane + lane / 2 + 3, run_req[slot]);
+    };
+    for (int k = 0; k < n; k++) {
+        const StepRecord& st = r.steps[k];
+        double x = L + k * cw, ms = (st.t1_us - st.t0_us) / 1000;
+        int prefill = 0, decode = 0;
+        for (const StepSeq& q : st.seqs) (q.prefill ? prefill : decode) += q.T;
+        std::string tip = strprintf("step %d: %zu sequence%s, %d rows (%d of prompts, %d decoding), %.2f ms", k + 1, st.seqs.size(),
+                                    st.seqs.size() == 1 ? "" : "s", prefill + decode, prefill, decode, ms);
+        double h = bars * std::sqrt((double)(prefill + decode) / most_rows), hd = h * decode / std::max(1, prefill + decode), hp = h - hd;
+        s += strprintf("<rect x='%.1f' y='%.2f' width='%.1f' height='%.2f' class='b-decode'><title>", x, top + bars - hd, std::max(1.0, cw - 1), hd) + esc(tip) + "</title></rect>";
+        s += strprintf("<rect x='%.1f' y='%.2f' width='%.1f' height='%.2f' class='b-prefill'><title>", x, top + bars - hd - hp, std::max(1.0, cw - 1), hp) + esc(tip) + "</title></rect>";
+        std::vector<int> here(slots, -1);
+        for (const StepSeq& q : st.seqs) {
+            here[q.slot] = q.request;
+            std::string what = q.prefill ? strprintf("reads prompt positions %d-%d (%d tokens)", q.pos, q.pos + q.T - 1, q.T)
+                                         : strprintf("decodes position %d", q.pos);
+            if (q.token >= 0) what += (q.prefill ? ", then samples '" : " -> '") + token_text(r, q.token) + "'";
+            std::string cell = strprintf("step %d, slot %d: request #%d %s | %d KV blocks | step: %zu sequences, %.2f ms", k + 1, q.slot,
+                                         q.request, what.c_str(), q.blocks, st.seqs.size(), ms);
+            if (q.left) cell += strprintf(" | leaves (%s)", q.left);
+            s += strprintf("<rect x='%.1f' y='%.1f' width='%.1f' height='%.0f' class='cell %s' data-request='%d' data-step='%d'><title>", x,
+                           y0 + q.slot * lane + 1, std::max(1.0, cw - (cw >= 6 ? 1 : 0)), lane - 4, q.prefill ? "b-prefill" : "b-decode",
+                           q.request, k + 1) + esc(cell) + "</title></rect>";
+        }
+        for (int i = 0; i < slots; i++)
+            if (here[i] != run_req[i]) {
+                label(i, k);
+                run_req[i] = here[i];
+                run_start[i] = k;
+            }
+    }
+    for (int i = 0; i < slots; i++) label(i, n);
+    double step = std::max(1.0, nice_step(n, 10)), ya = y0 + slots * lane + 14;
+    for (double k = step; k <= n; k += step)
+        s += strprintf("<text x='%.1f' y='%.1f' class='tick' text-anchor='middle'>%g</text>", L + (k - 0.5) * cw, ya, k);
+    s += strprintf("<text x='%.0f' y='%.1f' class='tick' text-anchor='end'>step</text>", L - 8, ya);
+    return s + "</svg>";
+}

@@ -22,6 +22,10 @@ std::string heat_legend_svg();
 std::string timeline_svg(const Recorder& r, double t0, double t1, const char* title);
 // One bar per forward call.
 std::string forward_bars_svg(const Recorder& r);
+// Serving: the batch of every scheduler step, steps along x, slots along y,
+// each cell coloured by phase and labelled with its request.
+const int MAX_BATCH_STEPS = 1500;
+std::string batch_svg(const Recorder& r);
 // A small line chart over the layers, one polyline per Line.
 struct Line {
     std::string label, cls;  // cls picks the colour in the page's CSS

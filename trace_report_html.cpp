@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstdarg>
 #include <ctime>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include "trace_report.h"
@@ -294,6 +296,103 @@ static std::string section_attention(const Recorder& r) {
     return s + "</table></div></section>";
 }
 
+// ---------------------------------------------------------------------------
+// The sections of a serving run's page (./run serve --report): the batch,
+// step by step, and each request as the steps saw it.
+
+static std::string model_rows(const Recorder& r) {
+    if (!r.model) return "";
+    const Config& c = r.model->cfg;
+    return "<tr><th>model</th><td>" + esc(r.model->dir) +
+           strprintf(" &middot; %.1f M parameters &middot; %s</td></tr>", parameter_count(*r.model) / 1e6, dtype_name(r.model->embed.dtype)) +
+           strprintf("<tr><th>shape</th><td>%d layers, hidden %d, %d query heads / %d KV heads of %d, MLP %d, vocabulary %d</td></tr>",
+                     c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate, c.vocab);
+}
+
+// One request as the steps saw it.
+struct RequestSteps {
+    int id = 0, slot = 0, first = 0, last = 0;  // steps, counted from 1
+    int reused = 0, prompt = 0, sampled = 0;    // positions shared from the cache, prompt tokens read, tokens sampled
+    double t0_us = 0, first_token_us = 0;
+    std::string text, finish = "&ndash;";
+};
+
+const int ANSWER_TOKENS = 40;  // the answer's first tokens are shown
+
+static std::vector<RequestSteps> request_steps(const Recorder& r) {
+    std::vector<RequestSteps> out;
+    std::map<int, size_t> at;
+    for (size_t k = 0; k < r.steps.size(); k++) {
+        const StepRecord& st = r.steps[k];
+        for (const StepSeq& q : st.seqs) {
+            auto it = at.find(q.request);
+            if (it == at.end()) {
+                it = at.emplace(q.request, out.size()).first;
+                RequestSteps n;
+                n.id = q.request, n.slot = q.slot, n.first = (int)k + 1, n.t0_us = st.t0_us;
+                n.reused = q.prefill ? q.pos : 0;
+                out.push_back(n);
+            }
+            RequestSteps& a = out[it->second];
+            a.last = (int)k + 1;
+            if (q.prefill) a.prompt += q.T;
+            if (q.token >= 0) {
+                if (!a.sampled++) a.first_token_us = st.t1_us;
+                bool stop = q.left && !strcmp(q.left, "stop");  // a stop token is not part of the answer
+                if (!stop && a.sampled <= ANSWER_TOKENS) a.text += token_text(r, q.token);
+                if (!stop && a.sampled == ANSWER_TOKENS + 1) a.text += " \u2026";
+            }
+            if (q.left) a.finish = q.left;
+        }
+    }
+    return out;
+}
+
+static std::string section_serve_run(const Recorder& r, const std::vector<RequestSteps>& reqs) {
+    int most = 0;
+    long long seqs = 0, rows = 0;
+    for (const StepRecord& st : r.steps) {
+        most = std::max(most, (int)st.seqs.size());
+        seqs += st.seqs.size();
+        for (const StepSeq& q : st.seqs) rows += q.T;
+    }
+    std::string s = "<section id='run'><h2>1. The run</h2><table class='kv'><tr><th>command</th><td><code>" + esc(r.command) +
+                    "</code></td></tr>" + model_rows(r);
+    s += strprintf("<tr><th>machine</th><td>%d OpenMP threads, %s kernels</td></tr>", omp_get_max_threads(), kernel_path_name());
+    s += strprintf("<tr><th>served</th><td>%zu requests in %zu scheduler steps; %lld rows through the model; "
+                   "%.2f sequences per step on average, at most %d</td></tr></table></section>",
+                   reqs.size(), r.steps.size(), rows, r.steps.empty() ? 0.0 : (double)seqs / r.steps.size(), most);
+    return s;
+}
+
+static std::string section_batch(const Recorder& r) {
+    std::string s = "<section id='batch'><h2>2. The batch, step by step</h2>"
+                    "<p>Each column is one scheduler step: one <code>forward_batch</code> over every sequence in it, then each "
+                    "sequence's own sampler. Each row is a slot. A request joins a free slot, reads its prompt in chunks "
+                    "(<span class='c-prefill'>prefill</span>) beside the others' decode rows, then adds one token per step "
+                    "(<span class='c-decode'>decode</span>) until it leaves; the next waiting request takes the slot. "
+                    "The bars on top are each step's rows. Hover a cell for what that sequence did in that step.</p>";
+    if (r.steps.empty()) return s + "<p class='note'>No step ran: the server answered no request.</p></section>";
+    if ((int)r.steps.size() > MAX_BATCH_STEPS)
+        s += strprintf("<p class='note'>The first %d of %zu steps are drawn.</p>", MAX_BATCH_STEPS, r.steps.size());
+    return s + "<div class='scroll'>" + batch_svg(r) + "</div></section>";
+}
+
+static std::string section_requests(const Recorder& r, const std::vector<RequestSteps>& reqs) {
+    std::string s = "<section id='requests'><h2>3. The requests</h2><p>In the order they joined. <i>Shared</i>: prompt positions "
+                    "whose KV blocks another sequence had written (prefix reuse); <i>first token</i>: from the request's first "
+                    "step to the end of the step that sampled its first token (the time it waited in the queue is not in it).</p>"
+                    "<div class='scroll'><table class='grid-t'><tr><th>request</th><th>slot</th><th>steps</th><th>shared</th>"
+                    "<th>prompt read</th><th>tokens</th><th>first token</th><th>finish</th>" +
+                    strprintf("<th>answer (its first %d tokens)</th></tr>", ANSWER_TOKENS);
+    for (const RequestSteps& q : reqs)
+        s += strprintf("<tr><th>#%d</th><td>%d</td><td>%d&ndash;%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td>"
+                       "<td class='answer'><span class='tok plain'>", q.id, q.slot, q.first, q.last, q.reused, q.prompt, q.sampled,
+                       q.sampled ? strprintf("%.1f ms", (q.first_token_us - q.t0_us) / 1000).c_str() : "&ndash;", q.finish.c_str()) +
+             esc(q.text) + "</span></td></tr>";
+    return s + "</table></div></section>";
+}
+
 // Graphviz lays the graph out at report time. Without `dot` (or with
 // LANTERN_DOT pointing elsewhere) the page says so and shows the DOT source.
 static std::string section_graph(const Recorder& r) {
@@ -354,7 +453,9 @@ pre.out { border-left: 4px solid var(--decode); }
 svg.chart { display: block; max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; margin: 4px 0; }
 svg.small { display: inline-block; margin-right: 10px; }
 .grid { stroke: #ece9e2; } .tick { font-size: 11px; fill: var(--dim); } .lane { font-size: 12px; fill: #3a3e44; } .ctitle { font-size: 13px; font-weight: 600; fill: var(--ink); }
-.b-prefill { fill: var(--prefill); } .b-decode { fill: var(--decode); } .b-sample { fill: var(--sample); } .b-run { fill: var(--run); }
+.b-prefill { fill: var(--prefill); } .b-decode { fill: var(--decode); } .free { fill: #f3f1ec; }
+.cell-label { font-size: 10px; fill: #fff; pointer-events: none; } span.c-prefill { color: var(--prefill); font-weight: 600; }
+span.c-decode { color: var(--decode); font-weight: 600; } table.grid-t td.answer { text-align: left; max-width: 520px; } .b-sample { fill: var(--sample); } .b-run { fill: var(--run); }
 rect:hover { opacity: .7; }
 polyline { fill: none; stroke-width: 2; } .legend { font-size: 11px; }
 polyline.l-prefill, polyline.l-out { stroke: var(--prefill); } polyline.l-decode, polyline.l-in { stroke: var(--decode); }
@@ -440,8 +541,9 @@ static const char* JS_MAIN = R"JS(
   if (focus) document.getElementById('fclose').addEventListener('click', function () { focus.hidden = true; });
   var s = document.getElementById('report-status');
   if (s.className !== 'bad' && !window.lanternError) {
+    var cells = document.querySelectorAll('svg.batch rect.cell').length;
     s.textContent = 'REPORT_OK: ' + document.querySelectorAll('img.hm').length + ' heatmaps, ' +
-                    document.querySelectorAll('.stream .tok').length + ' tokens';
+                    document.querySelectorAll('.stream .tok').length + ' tokens' + (cells ? ', ' + cells + ' batch cells' : '');
     s.className = 'ok';
   }
 })();
@@ -463,9 +565,16 @@ std::string report_html(const Recorder& r) {
                     "<title>Lantern trace report</title><style>";
     s += CSS;
     s += "</style><script>" + std::string(JS_ONERROR) + "</script></head><body><header><h1>Lantern trace report</h1><div class='sub'>" +
-         esc(r.command) + "</div><nav><a href='#run'>run</a><a href='#time'>time</a><a href='#bound'>prefill vs decode</a>"
-         "<a href='#tokens'>tokens</a><a href='#layers'>layers</a><a href='#attention'>attention</a><a href='#graph'>graph</a></nav></header><main>";
-    s += section_run(r) + section_time(r) + section_bound(r) + section_tokens(r) + section_layers(r) + section_attention(r) + section_graph(r);
+         esc(r.command) + "</div><nav>";
+    if (r.serving) {  // ./run serve: many requests, one batch per step
+        std::vector<RequestSteps> reqs = request_steps(r);
+        s += "<a href='#run'>run</a><a href='#batch'>batch</a><a href='#requests'>requests</a><a href='#graph'>graph</a></nav></header><main>";
+        s += section_serve_run(r, reqs) + section_batch(r) + section_requests(r, reqs) + section_graph(r);
+    } else {
+        s += "<a href='#run'>run</a><a href='#time'>time</a><a href='#bound'>prefill vs decode</a><a href='#tokens'>tokens</a>"
+             "<a href='#layers'>layers</a><a href='#attention'>attention</a><a href='#graph'>graph</a></nav></header><main>";
+        s += section_run(r) + section_time(r) + section_bound(r) + section_tokens(r) + section_layers(r) + section_attention(r) + section_graph(r);
+    }
     s += "<footer>Written by Lantern's <code>--report</code>; self-contained, no network needed. Status: "
          "<span id='report-status'>REPORT_PENDING (the page's script did not run)</span></footer></main>"
          "<script type='application/json' id='report-data'>" + safe + "</script><script>" + JS_MAIN + "</script></body></html>\n";

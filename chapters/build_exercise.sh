@@ -26,10 +26,9 @@
 #                  to f_reference or f_student, so it can compare the two on
 #                  the same inputs and run the whole engine once with each.
 #
-# Some exercises write a function the engine does not have as one piece
+# One exercise writes a function the engine does not have as one piece
 # (its engine file is "-" in the table): one decoder layer, which
-# net.cpp:forward_rows runs inline; the scheduler's batch plan, inline in
-# scheduler.cpp:scheduler_step. There is no reference copy: the checker
+# net.cpp:forward_rows runs inline. There is no reference copy: the checker
 # compares with what the engine itself computes or does, and --solution
 # builds tests/data/exercise_solutions/NAME.cpp (written from the engine's
 # code) in the stub's place.
@@ -52,7 +51,7 @@ top-p        sampler.cpp    apply_top_p
 q8_0         kernels.cpp    quantize_row_q8_0
 tiled-matmul kernels.cpp    matmul_plain
 layer        -              decoder_layer
-scheduler    -              plan_step
+scheduler    scheduler.cpp  plan_step
 q4           quants.cpp     dequantize_block_q4_0 dequantize_block_q4_k
 "
 usage() {

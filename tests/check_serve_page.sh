@@ -27,10 +27,6 @@ cleanup() {
 }
 trap cleanup EXIT
 ok() { echo "ok   $*"; }
-browser() {
-    timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
-        --disable-component-update --disable-sync --user-data-dir="$TMP/profile" --enable-logging=stderr --log-level=0 "$@"
-}
 
 serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 --no-gen-config || fail "the server did not start"
 

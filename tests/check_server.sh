@@ -9,7 +9,7 @@
 #   3. curl on bad requests: each gets an OpenAI-style JSON error, 4xx
 #   4. eight clients at once, two that hang up mid-stream, a malformed body
 #   5. a full queue answers 503; a client that leaves stops its generation;
-#      --report and --trace-json are written per request
+#      --report and --trace-json are written at shutdown and hold every request
 # Servers pick a free port themselves (--port 0) and are always killed.
 set -u
 cd "$(dirname "$0")/.."
@@ -163,7 +163,17 @@ wait "$WAITER"
 grep -qE "request 1: the client went away; generation stopped after [0-9]+ tokens" "$TMP/queue.log" ||
     fail "the abandoned stream was not stopped"
 ok "the stream's client left: its generation stopped, the waiting request ran"
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json" || fail "--trace-json: not JSON"
-grep -q "request 2" "$TMP/report.html" || fail "--report: not the last request's report"
-ok "--report and --trace-json hold the last request"
+# --report and --trace-json are written when the server stops: every step
+# of the run, so both requests that ran are in them.
+kill -TERM "$SERVER"
+wait "$SERVER" || fail "the server exited with $? after SIGTERM"
+python3 - "$TMP/trace.json" <<'EOF' || fail "--trace-json does not hold both requests"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+ran = {e["args"]["request"] for e in ev if e.get("ph") == "X" and e.get("cat") in ("prefill", "decode")}
+sys.exit(0 if ran == {1, 2} else "requests in the trace: %s" % sorted(ran))
+EOF
+grep -q "id='batch'" "$TMP/report.html" && grep -q "data-request='2'" "$TMP/report.html" ||
+    fail "--report: no batch view with request 2"
+ok "--report and --trace-json, written at shutdown, hold both requests that ran"
 echo "all server checks passed"

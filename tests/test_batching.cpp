@@ -208,6 +208,37 @@ TEST_CASE("forward_batch: a batch that needs more blocks than are free is refuse
 // ---------------------------------------------------------------------------
 // The scheduler, driven step by step without a server.
 #include "scheduler.h"
+#include "trace_report.h"
+
+TEST_CASE("plan_step: decode rows first, then prompt chunks oldest first, within the row budget") {
+    auto reading = [](int id, int len, int done) { SlotView v; v.busy = true, v.id = id, v.prompt_len = len, v.prefilled = done; return v; };
+    SlotView decoding;
+    decoding.busy = decoding.decoding = true;
+    decoding.id = 1;
+    // A 20-token prompt beside two decoding slots, 8 rows a step: chunks of 6, 6, 6 and 2.
+    std::vector<SlotView> slots = {decoding, reading(3, 20, 0), decoding, SlotView()};
+    std::vector<int> chunks;
+    for (int step = 0; step < 10 && !slots[1].decoding; step++) {
+        std::vector<StepRows> p = plan_step(slots, 8);
+        REQUIRE(p.size() == 3);
+        CHECK(p[0].slot == 0);  // decode rows first, in slot order
+        CHECK(p[1].slot == 2);
+        CHECK((p[0].n == 1 && p[0].logits && p[1].n == 1 && p[1].logits));
+        CHECK(p[2].slot == 1);
+        chunks.push_back(p[2].n);
+        slots[1].prefilled += p[2].n;
+        CHECK(p[2].logits == (slots[1].prefilled == 20));  // only the chunk that ends the prompt
+        if (p[2].logits) slots[1].decoding = true;
+    }
+    CHECK(chunks == std::vector<int>{6, 6, 6, 2});
+    // The oldest request first, whatever its slot; the budget runs out.
+    std::vector<StepRows> p = plan_step({reading(9, 4, 0), reading(7, 4, 0), reading(8, 4, 0)}, 10);
+    REQUIRE(p.size() == 3);
+    CHECK((p[0].slot == 1 && p[0].n == 4 && p[0].logits));
+    CHECK((p[1].slot == 2 && p[1].n == 4 && p[1].logits));
+    CHECK((p[2].slot == 0 && p[2].n == 2 && !p[2].logits));
+    CHECK(plan_step({SlotView(), SlotView()}, 8).empty());  // nothing to do
+}
 
 struct SchedFixture {
     Model m;
@@ -296,6 +327,63 @@ TEST_CASE("scheduler: requests that join and leave mid-stream get the text they 
     CHECK(st.busy == 0);
     CHECK(st.requests_done == 5);
     CHECK(kv_blocks_free(s.pages) == s.pages.n_blocks);
+}
+
+TEST_CASE("scheduler: with a trace recording, each step records who ran, where, and the token each one got") {
+    Net net;
+    net_init(net, fixture().m, 1);
+    Scheduler s;
+    scheduler_init(s, net, fixture().tok, 2, 8, 16, 512, 0, DType::F32);  // 8 rows a step: prompts take several
+    TraceOptions opt;
+    opt.json_path = "build/test_sched_trace.json";
+    REQUIRE(trace_start(opt, "test", true));
+    CHECK_FALSE(g_probe_forward);  // a batch is recorded by steps, not by probing every forward call
+    std::vector<Outcome> out(3);
+    std::vector<std::shared_ptr<SchedRequest>> reqs = {request(1, "Hello there", 6, 1, 0.0f, &out[0]),
+                                                       request(2, "Why?", 9, 2, 0.9f, &out[1]),
+                                                       request(3, "Count to ten", 4, 3, 0.0f, &out[2])};
+    CHECK(scheduler_submit(s, reqs[0]) == "");
+    CHECK(scheduler_submit(s, reqs[1]) == "");
+    int steps = 0;
+    for (; steps < 200; steps++) {
+        if (steps == 4) CHECK(scheduler_submit(s, reqs[2]) == "");  // waits for a slot
+        if (!scheduler_step(s) && steps > 4) break;
+    }
+    std::vector<StepRecord> rec = g_rec.steps;
+    trace_reset();
+    CHECK((int)rec.size() == steps);
+    bool two = false;
+    for (size_t k = 0; k < rec.size(); k++) {
+        two = two || rec[k].seqs.size() >= 2;
+        CHECK(rec[k].t1_us >= rec[k].t0_us);
+        int rows = 0;
+        for (const StepSeq& q : rec[k].seqs) rows += q.T;
+        CHECK(rows <= 8);
+    }
+    CHECK(two);
+    for (int i = 0; i < 3; i++) {
+        INFO("request " << i + 1);
+        int next_pos = -1, first_step = -1;
+        std::string text;
+        const char* left = nullptr;
+        for (size_t k = 0; k < rec.size(); k++)
+            for (const StepSeq& q : rec[k].seqs) {
+                if (q.request != i + 1) continue;
+                if (first_step < 0) first_step = (int)k;
+                CHECK(left == nullptr);  // nothing runs after it left
+                if (next_pos >= 0) CHECK(q.pos == next_pos);  // positions follow each other
+                next_pos = q.pos + q.T;
+                CHECK(q.blocks == kv_blocks_for(s.pages, q.pos + q.T));  // its table holds what it wrote
+                CHECK(q.prefill == (q.pos + q.T <= (int)reqs[i]->prompt.size()));
+                bool stop = q.left && std::string(q.left) == "stop";  // the stop token is not part of the text
+                if (q.token >= 0 && !stop) text += token_bytes(fixture().tok, q.token);
+                left = q.left;
+            }
+        CHECK(text == out[i].text);  // every token it got, in the step that sampled it
+        REQUIRE(left != nullptr);
+        CHECK(std::string(left) == finish_name(out[i].finish));
+        if (i == 2) CHECK(first_step > 4);  // it joined later: its first step is later
+    }
 }
 
 static std::shared_ptr<SchedRequest> chat_request(int id, const std::vector<ChatMessage>& chat, int n, Outcome* out) {

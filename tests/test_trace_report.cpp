@@ -121,6 +121,80 @@ TEST_CASE("trace JSON of a made-up run: prefill, decode steps, layers and sample
     CHECK(n["layer 1"] == 4);
 }
 
+// A serving run made up by hand: request 1 reads a 20-token prompt in two
+// chunks and decodes; request 2 joins in step 2 and leaves in step 3.
+static Recorder made_up_serving() {
+    Recorder r;
+    r.serving = true;
+    r.t_start_us = 1000;
+    auto seq = [](int req, int slot, bool prefill, int pos, int T, int blocks, int token, const char* left = nullptr) {
+        StepSeq q;
+        q.request = req, q.slot = slot, q.prefill = prefill, q.pos = pos, q.T = T, q.blocks = blocks, q.token = token, q.left = left;
+        return q;
+    };
+    r.steps.push_back({1100, 1200, {seq(1, 0, true, 0, 16, 1, -1)}});
+    r.steps.push_back({1200, 1300, {seq(1, 0, true, 16, 4, 2, 7), seq(2, 1, true, 0, 3, 1, 9)}});
+    r.steps.push_back({1300, 1350, {seq(1, 0, false, 20, 1, 2, 8), seq(2, 1, false, 3, 1, 1, 10, "length")}});
+    r.steps.push_back({1350, 1380, {seq(1, 0, false, 21, 1, 2, 11, "length")}});
+    return r;
+}
+
+TEST_CASE("trace JSON of a made-up serving run: the steps, and a track per slot with a slice per step") {
+    Recorder r = made_up_serving();
+    nlohmann::json doc = nlohmann::json::parse(trace_json(r));
+    std::map<int, std::string> track;  // tid -> its name
+    std::vector<nlohmann::json> steps, slices;
+    for (auto& e : doc.at("traceEvents")) {
+        if (e.at("ph") == "M" && e.at("name") == "thread_name") track[e.at("tid").get<int>()] = e.at("args").at("name");
+        if (e.at("ph") != "X") continue;
+        (e.at("cat") == "step" ? steps : slices).push_back(e);
+    }
+    CHECK(track[1] == "scheduler");
+    CHECK(track[2] == "slot 0");
+    CHECK(track[3] == "slot 1");
+    REQUIRE(steps.size() == 4);
+    CHECK(steps[1].at("name") == "step 2");
+    CHECK(steps[1].at("args").at("sequences") == 2);
+    CHECK(steps[1].at("args").at("rows") == 7);
+    CHECK(steps[1].at("args").at("prefill_rows") == 7);
+    CHECK(steps[2].at("args").at("decode_rows") == 2);
+    REQUIRE(slices.size() == 6);
+    std::map<std::string, int> names;
+    for (auto& e : slices) {
+        const auto& a = e.at("args");
+        names[e.at("name")]++;
+        CHECK(e.at("tid") == 2 + a.at("slot").get<int>());  // on its slot's track
+        CHECK(e.at("cat") == a.at("phase"));
+        const nlohmann::json& st = steps[a.at("step").get<int>() - 1];
+        CHECK(e.at("ts") == st.at("ts"));  // the slice is its step's time
+        CHECK(e.at("dur") == st.at("dur"));
+    }
+    CHECK(names["#1 prefill"] == 2);
+    CHECK(names["#1 decode"] == 2);
+    CHECK(names["#2 prefill"] == 1);
+    CHECK(names["#2 decode"] == 1);
+    const auto& a = slices[4].at("args");  // request 2's decode step
+    CHECK(a.at("request") == 2);
+    CHECK(a.at("pos") == 3);
+    CHECK(a.at("token") == 10);
+    CHECK(a.at("finish") == "length");
+    CHECK(slices[0].at("args").count("token") == 0);  // a prompt chunk before the last samples nothing
+}
+
+TEST_CASE("the report of a made-up serving run: the batch view, a cell per sequence per step, and the requests") {
+    Recorder r = made_up_serving();
+    std::string html = report_html(r);
+    CHECK(html.find("<section id='batch'>") != std::string::npos);
+    CHECK(html.find("<section id='requests'>") != std::string::npos);
+    CHECK(html.find("<section id='attention'>") == std::string::npos);  // no probes in a batch
+    CHECK(count(html, "class='cell ") == 6);
+    CHECK(count(html, "class='cell b-prefill' data-request='1'") == 2);
+    CHECK(count(html, "class='cell b-decode' data-request='2' data-step='3'") == 1);
+    CHECK(html.find("request #2 decodes position 3") != std::string::npos);
+    CHECK(html.find("leaves (length)") != std::string::npos);
+    CHECK(html.find("<tr><th>#2</th><td>1</td><td>2&ndash;3</td>") != std::string::npos);  // slot 1, steps 2-3
+}
+
 TEST_CASE("cost model on models/tiny, counted by hand") {
     REQUIRE_MESSAGE(access("models/tiny/model.safetensors", F_OK) == 0, "run `make models` first");
     Model m;

@@ -18,6 +18,9 @@
   rope       RoPE as rotating pairs: three pairs of a 64-wide head, theta 10^6, positions 0..8.
   gqa        grouped-query attention of Qwen2.5-0.5B: 14 query heads share 2 KV heads.
   kvcache    the KV cache growing over a generation: a 5-token prompt, then 4 decode steps.
+  batch      the batch of a serving run, step by step and slot by slot, from a saved
+             `./run serve --trace-json` (book/img/data/serve-trace-kjv.json; --trace FILE
+             draws another): four overlapping streams, tests/server/batching.py trace.
 
 Every figure is deterministic: tests/check_figures.sh redraws them and compares with the
 committed files. Each SVG says, in its caption line, the command that made it.
@@ -526,16 +529,103 @@ def fig_kvcache(out, summary=False):
     svg.save(os.path.join(out, "fig-kvcache.svg"))
 
 
+# ----------------------------------------------------------------------------- the batch
+
+BATCH_TRACE = os.path.join(ROOT, "book", "img", "data", "serve-trace-kjv.json")
+PHASE = {"prefill": "#d9822b", "decode": "#3d72b4"}
+
+
+def fig_batch(out, summary=False):
+    """The batch of a serving run, drawn from its --trace-json: as the report's batch view."""
+    ev = json.load(open(BATCH_TRACE, encoding="utf-8"))["traceEvents"]
+    cells = [e["args"] for e in ev if e.get("ph") == "X" and e.get("cat") in PHASE]
+    if not cells:
+        sys.exit("figures.py batch: %s has no per-slot slices (is it a ./run serve trace?)" % BATCH_TRACE)
+    n = max(c["step"] for c in cells)
+    slots = max(c["slot"] for c in cells) + 1
+    per_step = [0] * (n + 1)
+    for c in cells:
+        per_step[c["step"]] += 1
+    if summary:
+        reqs = sorted({c["request"] for c in cells})
+        print("%d steps, %d slots, %d requests; sequences per step: at most %d, %.2f on average"
+              % (n, slots, len(reqs), max(per_step), sum(per_step) / n))
+        for r in reqs:
+            mine = [c for c in cells if c["request"] == r]
+            read = sum(c["tokens"] for c in mine if c["phase"] == "prefill")
+            print("  request %d: slot %d, steps %d-%d, prompt %d tokens (%d shared from the cache, %d read), %d tokens sampled"
+                  % (r, mine[0]["slot"], mine[0]["step"], mine[-1]["step"], mine[0]["pos"] + read, mine[0]["pos"], read,
+                     sum("token" in c for c in mine)))
+        steps = [e["args"] | {"dur": e["dur"]} for e in ev if e.get("ph") == "X" and e.get("cat") == "step"]
+        for k in range(1, slots + 1):
+            d = sorted(s["dur"] for s in steps if s["sequences"] == k and s["prefill_rows"] == 0)
+            if d:
+                print("  decode-only steps of %d sequence%s: %d, median %.2f ms" % (k, "" if k == 1 else "s", len(d), d[len(d) // 2] / 1000))
+        return
+    cw = max(3, min(24, 900 // n))
+    L, top, lane = 70, 46, 24
+    W = L + n * cw + 30
+    H = top + slots * lane + 62
+    svg = Svg(W, H, "The batch, step by step", "make figures (tools/figures.py batch, from %s)" % os.path.relpath(BATCH_TRACE, ROOT))
+    svg.text(8, 18, "One column per scheduler step, one row per slot: %d requests in %d steps" % (
+        len({c["request"] for c in cells}), n), size=13, weight="bold")
+    x = L
+    for name, col in PHASE.items():
+        svg.rect(x, 27, 12, 10, col)
+        svg.text(x + 16, 36, "prefill (a prompt chunk)" if name == "prefill" else "decode (one token)", size=11)
+        x += 190
+    svg.rect(x, 27, 12, 10, "#f3f1ec")
+    svg.text(x + 16, 36, "free slot", size=11)
+    for i in range(slots):
+        y = top + i * lane
+        svg.text(L - 8, y + lane / 2 + 4, "slot %d" % i, size=11, anchor="end")
+        svg.rect(L, y + 1, n * cw, lane - 4, "#f3f1ec")
+    run = {}  # slot -> (request, first step) of the run of cells being drawn
+    def label(slot, end):
+        if slot in run and (end - run[slot][1]) * cw >= 22:
+            svg.text(L + (run[slot][1] - 1) * cw + 3, top + slot * lane + lane / 2 + 3, "#%d" % run[slot][0], size=10, fill="white")
+    by_step = {}
+    for c in cells:
+        by_step.setdefault(c["step"], {})[c["slot"]] = c
+    for k in range(1, n + 1):
+        here = by_step.get(k, {})
+        for slot, c in sorted(here.items()):
+            svg.rect(L + (k - 1) * cw, top + slot * lane + 1, cw - (1 if cw >= 6 else 0), lane - 4, PHASE[c["phase"]],
+                     extra=" data-request='%d' data-step='%d'" % (c["request"], k))
+        for slot in range(slots):
+            now = here[slot]["request"] if slot in here else None
+            if (run.get(slot) or (None,))[0] != now:
+                label(slot, k)
+                if now is None:
+                    run.pop(slot, None)
+                else:
+                    run[slot] = (now, k)
+    for slot in range(slots):
+        label(slot, n + 1)
+    ya = top + slots * lane + 14
+    step = 10 if n <= 150 else 20 if n <= 300 else 50
+    for k in range(step, n + 1, step):
+        svg.text(L + (k - 0.5) * cw, ya, str(k), size=10, anchor="middle", fill="#555")
+    svg.text(L - 8, ya, "step", size=10, anchor="end", fill="#555")
+    svg.text(L, ya + 20, "sequences per step: at most %d, %.2f on average; #N is the request (its answer's id is chatcmpl-N)"
+             % (max(per_step), sum(per_step) / n), size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-batch.svg"))
+
+
 FIGURES = {"attention": fig_attention, "sampling": fig_sampling, "bpe": fig_bpe, "roofline": fig_roofline,
-           "rope": fig_rope, "gqa": fig_gqa, "kvcache": fig_kvcache}
+           "rope": fig_rope, "gqa": fig_gqa, "kvcache": fig_kvcache, "batch": fig_batch}
 
 
 def main():
+    global BATCH_TRACE
     ap = argparse.ArgumentParser(description="Draw the book's figures (book/img/fig-*.svg).")
     ap.add_argument("names", nargs="*", help="figures to draw (default: all): " + ", ".join(FIGURES))
     ap.add_argument("--out", default=os.path.join(ROOT, "book", "img"), help="folder for the SVG files")
     ap.add_argument("--summary", action="store_true", help="print the numbers behind the figures instead")
+    ap.add_argument("--trace", help="batch: the ./run serve --trace-json to draw (default: %s)" % os.path.relpath(BATCH_TRACE, ROOT))
     args = ap.parse_args()
+    if args.trace:
+        BATCH_TRACE = os.path.abspath(args.trace)
     for n in args.names:
         if n not in FIGURES:
             sys.exit("figures.py: no figure named %r (there are: %s)" % (n, ", ".join(FIGURES)))

@@ -1,17 +1,29 @@
-// chapters/scheduler/checker.cpp — the student's plan_step against the rule
-// of scheduler.cpp:scheduler_step.
+// chapters/scheduler/checker.cpp — the student's plan_step against the
+// engine's, scheduler.cpp:plan_step.
 //
-// The scheduler builds its batch inline, so there is no function of the
-// engine to call here. Two groups instead: cases worked by hand from that
-// rule (the plan written out), and the real scheduler driven on models/tiny,
-// step by step: before each step the checker reads the slots, after it what
-// each slot consumed (prompt tokens read, or one token generated), and the
-// student's plan for the same slots must give every slot the same count.
+// Three groups: cases worked by hand from the rule (the plan written out);
+// random slot states, the student's plan against the engine's; and the real
+// scheduler driven on models/tiny, step by step: before each step the
+// checker reads the slots, after it what each slot consumed (prompt tokens
+// read, or one token generated), and the student's plan for the same slots
+// must give every slot the same count.
 #include "../checker_common.h"
 #include "scheduler.h"
 #include "plan.h"
 
+std::vector<StepRows> plan_step_reference(const std::vector<SlotView>& slots, int batch_tokens);
 std::vector<StepRows> plan_step_student(const std::vector<SlotView>& slots, int batch_tokens);
+
+// The engine's calls land here.
+std::vector<StepRows> plan_step(const std::vector<SlotView>& slots, int batch_tokens) {
+    return g_side == Side::Reference ? plan_step_reference(slots, batch_tokens) : plan_step_student(slots, batch_tokens);
+}
+
+static bool same_plan(const std::vector<StepRows>& a, const std::vector<StepRows>& b) {
+    bool same = a.size() == b.size();
+    for (size_t i = 0; same && i < a.size(); i++) same = a[i].slot == b[i].slot && a[i].n == b[i].n && a[i].logits == b[i].logits;
+    return same;
+}
 
 static std::string slots_text(const std::vector<SlotView>& s) {
     std::string t;
@@ -77,16 +89,41 @@ int main() {
     for (const Case& c : cases) {
         hand.start(fmt("%s (budget %d)", c.name, c.budget));
         std::vector<StepRows> got = plan_step_student(c.slots, c.budget);
-        bool same = got.size() == c.plan.size();
-        for (size_t i = 0; same && i < got.size(); i++)
-            same = got[i].slot == c.plan[i].slot && got[i].n == c.plan[i].n && got[i].logits == c.plan[i].logits;
-        if (!same)
+        if (!same_plan(got, c.plan))
             hand.fail("the slots:\n" + slots_text(c.slots) + "expected " + plan_text(c.plan) + "\ngot      " + plan_text(got),
                       diagnose(c.slots, c.budget, c.plan, got));
     }
     hand.end();
 
+    // Random states: free, reading and decoding slots, ids in any order,
+    // budgets from one row to more than every slot needs.
+    Group random("random slots: your plan against scheduler.cpp:plan_step");
+    for (int t = 0; t < 2000; t++) {
+        int n = rand_int(1, 8), budget = rand_int(1, 40);
+        std::vector<SlotView> slots(n);
+        std::vector<int> ids;
+        for (int i = 1; i <= n; i++) ids.push_back(i * 3 + rand_int(0, 2));
+        for (int i = n - 1; i > 0; i--) std::swap(ids[i], ids[rand_int(0, i)]);
+        for (int i = 0; i < n; i++) {
+            int kind = rand_int(0, 2);  // free, reading its prompt, decoding
+            if (kind == 0) continue;
+            slots[i] = kind == 1 ? pre(ids[i], rand_int(1, 50), 0) : dec(ids[i]);
+            if (kind == 1) slots[i].prefilled = rand_int(0, slots[i].prompt_len - 1);
+        }
+        std::vector<StepRows> want = plan_step_reference(slots, budget), got = plan_step_student(slots, budget);
+        random.start(fmt("random state %d: %d slots, budget %d", t + 1, n, budget));
+        if (!same_plan(got, want)) {
+            random.fail("the slots:\n" + slots_text(slots) + "expected " + plan_text(want) + "\ngot      " + plan_text(got),
+                        diagnose(slots, budget, want, got));
+            break;
+        }
+    }
+    random.end();
+
+    // The scheduler runs the engine's plan here; the checker watches what
+    // each step did and asks the student's plan for the same slots.
     Group real("the real scheduler on models/tiny: your plan's rows per slot, step by step");
+    g_side = Side::Reference;
     Model m;
     Tokenizer tok;
     if (load_tiny(real, m, tok)) {
@@ -155,5 +192,6 @@ int main() {
         }
     }
     real.end();
+    g_side = Side::Student;
     return finish("scheduler");
 }

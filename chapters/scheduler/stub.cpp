@@ -4,10 +4,10 @@
 // `./run serve --parallel N` runs up to N requests together: each step, one
 // batched forward carries one row for every request that is generating and
 // chunks of the prompts still being read, at most --batch-tokens rows in
-// all. scheduler.cpp:scheduler_step builds that batch inline; here you write
-// the rule as a function of its own. `make exercise EX=scheduler` checks it
-// on cases worked by hand, then drives the real scheduler on models/tiny
-// and compares your plan with what it did, step by step.
+// all. scheduler.cpp:plan_step is the engine's rule; yours takes its place.
+// `make exercise EX=scheduler` checks it on cases worked by hand and on
+// random slots against the engine's, then drives the real scheduler on
+// models/tiny and compares your plan with what it did, step by step.
 #include <algorithm>
 #include "chapters/scheduler/plan.h"
 

@@ -5,6 +5,10 @@
 #   python3 tests/server/batching.py inflight BASE_URL starts 4 streams and prints when they run
 #   python3 tests/server/batching.py prefix BASE_URL MODEL  prompts with a common beginning share
 #                                                       its KV blocks; answers equal ./run --raw
+#   python3 tests/server/batching.py trace BASE_URL OUT.json  4 overlapping streams (one joins late);
+#                                                       what each received goes to OUT.json
+#   python3 tests/server/batching.py trace-check - TRACE.json OUT.json  the server's --trace-json
+#                                                       agrees with what the streams received
 #
 # Plain http.client, one thread per client. Exit 1 on the first failure.
 import http.client, json, subprocess, sys, threading, time, urllib.parse, math
@@ -21,8 +25,9 @@ URL = urllib.parse.urlparse(sys.argv[2])
 def conn(timeout=120):
     return http.client.HTTPConnection(URL.hostname, URL.port, timeout=timeout)
 
-def ask(body, path="/v1/chat/completions"):
-    """Returns (status, text, answer or error JSON); streams are put together."""
+def ask(body, path="/v1/chat/completions", on_event=None):
+    """Returns (status, text, answer or error JSON); streams are put together
+    (their answer: {"id", "logprobs"}), on_event(text so far) after each event."""
     c = conn()
     c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -33,7 +38,7 @@ def ask(body, path="/v1/chat/completions"):
             ch = a["choices"][0]
             text = ch["message"]["content"] if "message" in ch else ch["text"]
         return r.status, text, a
-    text, lps = "", []
+    text, lps, rid = "", [], None
     for line in r:
         line = line.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
@@ -41,11 +46,14 @@ def ask(body, path="/v1/chat/completions"):
         ev = json.loads(line[6:])
         if "error" in ev:
             return 500, None, ev
+        rid = ev.get("id", rid)
         for ch in ev["choices"]:
             text += ch.get("delta", {}).get("content", "") or ch.get("text", "") or ""
             if ch.get("logprobs"):
                 lps += ch["logprobs"]["content"]
-    return 200, text, {"logprobs": lps}
+        if on_event:
+            on_event(text)
+    return 200, text, {"id": rid, "logprobs": lps}
 
 def metrics():
     c = conn(10)
@@ -251,4 +259,89 @@ def prefix():
         fail("after the prefix requests: %d blocks used, %d cached" % (m["lantern_kv_blocks_used"], m["lantern_kv_blocks_cached"]))
     ok("afterwards: 0 KV blocks used, %d free blocks still cached for the next prompt" % m["lantern_kv_blocks_cached"])
 
-{"same": same, "load": load, "inflight": inflight, "prefix": prefix}[sys.argv[1]]()
+def trace_clients():
+    """Overlapping streams of different lengths for a server started with
+    --report / --trace-json: three at once, and a fourth once the longest is
+    decoding. Writes what each received (its id and tokens) to sys.argv[3]."""
+    reqs = [("Write a poem about a lantern in the night", 80), ("Hi", 12), ("Tell me about the sea", 40),
+            ("Count to twenty please", 24)]
+    res = [None] * len(reqs)
+    decoding = threading.Event()
+    def run(i):
+        p, n = reqs[i]
+        b = {"messages": [{"role": "user", "content": p}], "max_tokens": n, "stream": True, "logprobs": True,
+             "temperature": 0.8, "seed": 7 + i}
+        res[i] = ask(b, on_event=(lambda text: len(text) > 10 and decoding.set()) if i == 0 else None)
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in ts: t.start()
+    if not decoding.wait(60):
+        fail("the first stream did not start")
+    late = threading.Thread(target=run, args=(3,))
+    late.start()
+    for t in ts + [late]: t.join()
+    got = []
+    for i, (st, text, a) in enumerate(res):
+        if st != 200 or not a.get("id"):
+            fail("request %d: HTTP %d %s" % (i, st, json.dumps(a)[:200]))
+        got.append({"request": int(a["id"].split("-")[-1]), "max_tokens": reqs[i][1], "late": i == 3, "text": text,
+                    "tokens": [t["token"] for t in a["logprobs"]]})
+    json.dump(got, open(sys.argv[3], "w"))
+    ok("4 overlapping streams of %s tokens, the last one joining while the first decodes"
+       % ", ".join(str(len(g["tokens"])) for g in got))
+
+def trace_check():
+    """What the server's --trace-json says about the streams trace_clients
+    received: python3 batching.py trace-check - TRACE.json RECEIVED.json"""
+    trace = json.load(open(sys.argv[3]))["traceEvents"]
+    got = json.load(open(sys.argv[4]))
+    slots = [e for e in trace if e.get("ph") == "X" and e.get("cat") in ("prefill", "decode")]
+    steps = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "step"]
+    if not slots or not steps:
+        fail("the trace has no steps or no per-slot slices (%d events)" % len(trace))
+    names = {e["tid"]: e["args"]["name"] for e in trace if e.get("ph") == "M" and e["name"] == "thread_name"}
+    per_step = {}
+    for e in slots:
+        a = e["args"]
+        if e["name"] != "#%d %s" % (a["request"], a["phase"]) or names.get(e["tid"]) != "slot %d" % a["slot"]:
+            fail("slice %r (args %s) is not on its slot's track %r" % (e["name"], a, names.get(e["tid"])))
+        per_step.setdefault(a["step"], []).append(a)
+    most = max(len(v) for v in per_step.values())
+    if most < 2:
+        fail("no step holds two sequences")
+    for s in steps:
+        if s["args"]["sequences"] != len(per_step.get(s["args"]["step"], [])):
+            fail("step %s says %d sequences, its slots hold %d" % (s["args"]["step"], s["args"]["sequences"],
+                                                                  len(per_step.get(s["args"]["step"], []))))
+    ok("%d steps, %d per-slot slices; up to %d sequences in one step" % (len(steps), len(slots), most))
+    first = {}
+    for g in got:
+        rows = sorted((a for v in per_step.values() for a in v if a["request"] == g["request"]), key=lambda a: a["step"])
+        if not rows:
+            fail("request %d is not in the trace" % g["request"])
+        first[g["request"]] = rows[0]["step"]
+        sampled = [a for a in rows if "token" in a]
+        if sampled and sampled[-1].get("finish") == "stop":
+            sampled = sampled[:-1]  # the stop token ends the answer; it is not sent
+        texts = [a["text"] for a in sampled]
+        if texts != g["tokens"]:
+            fail("request %d: the trace sampled %r, the client received %r" % (g["request"], texts[:8], g["tokens"][:8]))
+        if "".join(texts) != g["text"] or not texts:
+            fail("request %d: the trace's tokens spell %r, the client got %r" % (g["request"], "".join(texts), g["text"]))
+        phases = [a["phase"] for a in rows]
+        if phases != sorted(phases, key=lambda p: p == "decode") or phases[0] != "prefill":
+            fail("request %d: phases out of order: %s" % (g["request"], phases))
+        pos = [p for a in rows for p in range(a["pos"], a["pos"] + a["tokens"])]
+        if pos != list(range(pos[0], pos[0] + len(pos))):
+            fail("request %d: positions do not follow each other: %s" % (g["request"], pos[:40]))
+    ok("every request's sampled tokens in the trace are the tokens it received (%s)"
+       % ", ".join("#%d: %d" % (g["request"], len(g["tokens"])) for g in got))
+    late = [g for g in got if g["late"]]
+    early = [g for g in got if not g["late"]]
+    for l in late:
+        if first[l["request"]] <= max(first[g["request"]] for g in early):
+            fail("request %d joined later but starts in step %d" % (l["request"], first[l["request"]]))
+    ok("the request that joined later starts in a later step (%d, after %s)"
+       % (first[late[0]["request"]], ", ".join(str(first[g["request"]]) for g in early)))
+
+{"same": same, "load": load, "inflight": inflight, "prefix": prefix, "trace": trace_clients,
+ "trace-check": trace_check}[sys.argv[1]]()

@@ -30,6 +30,12 @@ stop_servers() {
     for p in $PIDS; do wait "$p" 2>/dev/null; done
 }
 fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -e "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+# browser ARGS...: headless Chromium (its profile in $TMP, its log on
+# stderr), for the checks that open a page.
+browser() {
+    timeout 120 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+        --disable-component-update --disable-sync --user-data-dir="$TMP/profile" --enable-logging=stderr --log-level=0 "$@"
+}
 start_server() {
     local name=$1; shift
     serve "$TMP/$name.log" "$MODEL" --threads 1 "$@" || fail "$name: the server did not start"
