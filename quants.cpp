@@ -396,8 +396,8 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
 // fold of the Q8_0 order (kernels_fast.cpp). Every integer is far below
 // 2^24, so each (float) conversion is exact.
 struct IntBlock {
-    uint8_t q[32];  // the codes as stored: 0..15, 0..31 or 0..63
-    int offset;     // 8 (Q4_0), 16 (Q5_0), 32 (Q6_K), else 0
+    uint8_t q[32];  // the codes as stored: 0..15, 0..31 or 0..63 (Q8_0: 0..255)
+    int offset;     // 8 (Q4_0), 16 (Q5_0), 32 (Q6_K), 128 (Q8_0), else 0
     int mul[2];     // Q6_K: the int8 scales of weights 0..15 and 16..31; else 1
     float scale;    // d; d * sc_j for the 32 weights of Q4_K/Q5_K sub-block j
     float min;      // m (Q4_1, Q5_1), -(dmin * mn_j) (Q4_K, Q5_K), else 0
@@ -409,6 +409,13 @@ struct IntBlock {
 static IntBlock int_block(DType t, const uint8_t* row, int b) {
     IntBlock k{};
     k.mul[0] = k.mul[1] = 1;
+    if (t == DType::Q8_0) {  // int8 codes c stored as c + 128, so that they are unsigned too
+        const uint8_t* in = row + (size_t)b * Q8_BLOCK_BYTES;
+        k.scale = load_f16(in);
+        for (int i = 0; i < 32; i++) k.q[i] = (uint8_t)(in[2 + i] ^ 0x80);
+        k.offset = 128;
+        return k;
+    }
     if (dtype_block_size(t) == 32) {
         const uint8_t* in = row + (size_t)b * dtype_block_bytes(t);
         bool with_min = t == DType::Q4_1 || t == DType::Q5_1, five = t == DType::Q5_0 || t == DType::Q5_1;

@@ -64,6 +64,9 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
 float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
 // The fast twins, threads over tiles of rows x tokens (quants_fast.cpp).
 // simd 0: the reference itself; 1: AVX2; 2: AVX-512 VNNI — bitwise equal.
+// Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give
+// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 the decode tiles
+// here (8 rows, prefetch) serve them too (kernels.cpp:matmul).
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
 // The best `simd` this build can run (0, 1 or 2), and the one that matches
 // a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.

@@ -121,6 +121,7 @@ INLINE int block_bytes(DType t) {
         case DType::Q4_1: return 20;
         case DType::Q5_0: return 22;
         case DType::Q5_1: return 24;
+        case DType::Q8_0: return 34;
         case DType::Q4_K: return 144;
         case DType::Q5_K: return 176;
         default: return 210;  // Q6_K
@@ -174,7 +175,7 @@ INLINE Block decode(DType t, const uint8_t* row, int b) {
 }
 
 INLINE int offset_of(DType t) {
-    return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q6_K ? 32 : 0;
+    return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q6_K ? 32 : t == DType::Q8_0 ? 128 : 0;
 }
 INLINE bool has_min(DType t) {
     return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K;
@@ -314,6 +315,14 @@ INLINE Pair decode_pair(DType t, const uint8_t* row, int b, bool both, const KSc
     k.min = _mm512_setzero_ps();
     k.mul = _mm512_set1_epi32(1);
     switch (t) {
+        case DType::Q8_0: {  // codes c + 128 (the top bit flipped): unsigned for vpdpbusd
+            const uint8_t* in = row + (size_t)b * Q8_BLOCK_BYTES;
+            __m256i hi = both ? _mm256_loadu_si256((const __m256i*)(in + Q8_BLOCK_BYTES + 2)) : _mm256_set1_epi8((char)0x80);
+            __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(in + 2))), hi, 1);
+            k.q = to_seats(_mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)));
+            k.scale = seats(f16_at(in), both ? f16_at(in + Q8_BLOCK_BYTES) : 0.0f);
+            break;
+        }
         case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: {
             int bb = block_bytes(t);
             const uint8_t* in = row + (size_t)b * bb;
@@ -446,6 +455,7 @@ INLINE void tile_avx512_t(DType t, const uint8_t* const* w, int n_rows, const ui
 
 static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint8_t* const* x, int n_tokens,
                         int n_blocks, float out[MAX_TILE][MAX_TILE]) {
+    if (t == DType::Q8_0) return tile_avx512_t(DType::Q8_0, w, n_rows, x, n_tokens, n_blocks, out);
     FOR_EACH_FORMAT(tile_avx512_t)
 }
 #endif  // QUANTS_AVX512
@@ -458,7 +468,8 @@ void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bi
     QuantTile tile = tile_portable;
     int tile_rows = 1, group = MAX_TILE;
 #ifdef QUANTS_AVX2
-    if (simd == 1) tile = tile_avx2, tile_rows = A2_ROWS, group = A2_TOKENS;
+    // (Q8_0's codes of 8 bits would overflow pmaddubsw's int16 pairs.)
+    if (simd == 1 && W.dtype != DType::Q8_0) tile = tile_avx2, tile_rows = A2_ROWS, group = A2_TOKENS;
 #endif
 #ifdef QUANTS_AVX512
     if (simd >= 2) tile = tile_avx512, tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, group = A5_TOKENS;
