@@ -24,13 +24,16 @@
 // after each row was the mapped weight files and how much the process's own
 // memory. The file's own type (bf16 here) is read in place through mmap, so
 // a model far larger than the free memory still runs: its pages are file
-// cache that the kernel can drop and read again.
+// cache that the kernel can drop and read again. A converted row gives the
+// file's pages back (model.cpp:release_file_pages), as --quant does, so its
+// RSS is its copies, the KV cache and the buffers.
 //
 // Other shapes of the family (book/17-beyond-05b.md), e.g. Qwen3-0.6B:
 //   build/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
 //   ./run bench models/qwen3-0.6b --quant bf16          (make bench runs it)
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -222,6 +225,7 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep) {
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
         *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
+        release_file_pages(m, o.data, o.bytes());  // as --quant does; read again if a later row uses them
     }
     if (tied) m.embed = m.lm_head;
     return true;
@@ -266,8 +270,10 @@ static std::string gguf_for(const std::string& model_dir, DType dt, std::string&
         fclose(f);
         return out;
     }
+    std::string type = dtype_name(dt);  // "BF16"; convert's --type takes "bf16"
+    for (char& ch : type) ch = (char)tolower(ch);
     std::string cmd = "mkdir -p build/bench && /proc/self/exe convert '" + model_dir + "' '" + out + "' --type " +
-                      dtype_name(dt) + " >/dev/null 2>&1";
+                      type + " >/dev/null 2>&1";
     if (system(cmd.c_str()) != 0) {
         why_not = std::string("./run convert to ") + dtype_name(dt) + " GGUF failed";
         std::remove(out.c_str());
@@ -424,6 +430,8 @@ int cmd_bench(int argc, char** argv) {
                 if (n_decode > 0) {
                     int next = argmax(prefill(16), c.vocab);
                     bw_near.push_back(bandwidth.measure());
+                    // The probe read the file; weights that all live in copies do not need its pages.
+                    if (bandwidth.data && w.storage.size() == w.mats.size()) release_file_pages(m, m.map, m.file_size);
                     double t0 = now_s();
                     for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                     tg.push_back(n_decode / (now_s() - t0));

@@ -118,8 +118,16 @@ void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) 
         else matmul_quant_plain(out, x, W, bias, T);
         return;
     }
-    if (g_kernels.simd) matmul_fast(out, x, W, bias, T, *g_kernels.simd);
+    MatmulOut one = {out, &W, bias};
+    if (g_kernels.simd) matmul_fast(&one, 1, x, T, *g_kernels.simd);
     else matmul_plain(out, x, W, bias, T);
+}
+
+void matmul_many(const MatmulOut* outs, int n, const float* x, int T) {
+    bool each = !g_kernels.simd;  // plain, or a low-bit matrix (its own driver): one product after another
+    for (int i = 0; i < n; i++) each = each || dtype_is_low_bit(outs[i].W->dtype);
+    if (!each) return matmul_fast(outs, n, x, T, *g_kernels.simd);
+    for (int i = 0; i < n; i++) matmul(outs[i].out, x, *outs[i].W, outs[i].bias, T);
 }
 
 // Attention's dot product and weighted sum, the plain loops.

@@ -66,6 +66,7 @@ const int ROWS = 3, TOKENS = 2;
 INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
                    float out[MAX_TILE][MAX_TILE]) {
     __m256 lo[ROWS][TOKENS], hi[ROWS][TOKENS];
+    const int esize = dt == DType::F32 ? 4 : 2;  // bytes per weight
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
@@ -80,6 +81,7 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
+            if (NT == 1) prefetch_ahead(w[r] + (size_t)c * esize, (size_t)cols * esize);  // kernels.h
             __m256 wv = load8(dt, w[r], c);
             __asm__("" : "+x"(wv));
 #pragma GCC unroll 4
@@ -152,7 +154,8 @@ INLINE float scale(const uint8_t* block) {
 
 // Q8_ROWS x NT pairs; even blocks into lo, odd blocks into hi.
 const int Q8_ROWS = 2, Q8_TOKENS = 2;
-INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, __m256 acc[Q8_ROWS][Q8_TOKENS]) {
+INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, size_t row_bytes,
+                    __m256 acc[Q8_ROWS][Q8_TOKENS]) {
     __m256i xq[Q8_TOKENS];
     float dx[Q8_TOKENS];
 #pragma GCC unroll 4
@@ -162,6 +165,7 @@ INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, si
     }
 #pragma GCC unroll 4
     for (int r = 0; r < Q8_ROWS; r++) {
+        if (NT == 1) prefetch_ahead(w[r] + off, row_bytes);
         float dw = scale(w[r] + off);
         __m256i wq = _mm256_loadu_si256((const __m256i*)(w[r] + off + 2));
         __m256i wabs = _mm256_abs_epi8(wq);
@@ -179,11 +183,12 @@ INLINE void tile_q8_n(const uint8_t* const* w, const uint8_t* const* x, int NT, 
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
     int b = 0;
+    size_t row_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES;
     for (; b + 2 <= n_blocks; b += 2) {
-        q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, lo);
-        q8_step(w, x, NT, (size_t)(b + 1) * Q8_BLOCK_BYTES, hi);
+        q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, row_bytes, lo);
+        q8_step(w, x, NT, (size_t)(b + 1) * Q8_BLOCK_BYTES, row_bytes, hi);
     }
-    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, lo);
+    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, row_bytes, lo);
 #pragma GCC unroll 4
     for (int r = 0; r < Q8_ROWS; r++)
 #pragma GCC unroll 4

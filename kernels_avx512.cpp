@@ -69,6 +69,7 @@ const int ROWS = 4, TOKENS = 6;
 INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
                    float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[ROWS][TOKENS];
+    const int esize = dt == DType::F32 ? 4 : 2;  // bytes per weight
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 8
@@ -83,6 +84,7 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++) {
+            if (NT == 1) prefetch_ahead(w[r] + (size_t)c * esize, (size_t)cols * esize);  // kernels.h
             __m512 wv = load16(dt, w[r], c);
             __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
@@ -154,7 +156,7 @@ INLINE __m512 scales_2blocks(const uint8_t* p, bool both) {
 }
 
 const int Q8_ROWS = 4, Q8_TOKENS = 4;
-INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, bool both,
+INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, bool both, size_t row_bytes,
                     __m512 acc[Q8_ROWS][Q8_TOKENS]) {
     const __m512i top = _mm512_set1_epi8((char)0x80);
     __m512i xu[Q8_TOKENS];
@@ -166,6 +168,7 @@ INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, si
     }
 #pragma GCC unroll 8
     for (int r = 0; r < Q8_ROWS; r++) {
+        if (NT == 1) prefetch_ahead(w[r] + off, row_bytes);
         __m512i wq = load_2blocks(w[r] + off, both);
         __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), top, wq));
         __m512 dw = scales_2blocks(w[r] + off, both);
@@ -185,8 +188,9 @@ INLINE void tile_q8_n(const uint8_t* const* w, const uint8_t* const* x, int NT, 
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
     int b = 0;
-    for (; b + 2 <= n_blocks; b += 2) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, true, acc);
-    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, false, acc);
+    size_t row_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES;
+    for (; b + 2 <= n_blocks; b += 2) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, true, row_bytes, acc);
+    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, false, row_bytes, acc);
 #pragma GCC unroll 8
     for (int r = 0; r < Q8_ROWS; r++)
 #pragma GCC unroll 8

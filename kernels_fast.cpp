@@ -179,38 +179,59 @@ const uint8_t* quantize_activations(const float* x, int T, int cols) {
     return g_xq.data();
 }
 
-void matmul_fast(float* out, const float* x, const Mat& W, const float* bias, int T, const SimdKernels& k) {
+// One tile of rows of one matrix: its rows against every token, in groups.
+static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, int T, const SimdKernels& k) {
+    const Mat& W = *o.W;
     bool q8 = W.dtype == DType::Q8_0;
-    const uint8_t* xq = q8 ? quantize_activations(x, T, W.cols) : nullptr;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
     int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
-    int n_tiles = (W.rows + tile_rows - 1) / tile_rows;
-
-    #pragma omp parallel for schedule(static)
-    for (int tile = 0; tile < n_tiles; tile++) {
-        // The last tile of a matrix whose rows are not a multiple of the
-        // tile repeats its last row; the extra results are not stored.
-        int r0 = tile * tile_rows, n_rows = std::min(tile_rows, W.rows - r0);
-        const uint8_t* w[MAX_TILE];
-        for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + (r0 + std::min(i, n_rows - 1)) * w_bytes;
-        float res[MAX_TILE][MAX_TILE];
-        // The tile's rows stay in the L1 cache while the token groups go by:
-        // each weight comes from memory once per matmul, not once per token.
-        for (int t0 = 0; t0 < T; t0 += group) {
-            int n_tok = std::min(group, T - t0);
-            if (q8) {
-                const uint8_t* xs[MAX_TILE];
-                for (int t = 0; t < n_tok; t++) xs[t] = xq + (t0 + t) * xq_bytes;
-                k.tile_q8(w, xs, n_tok, W.cols / Q8_BLOCK, res);
-            } else {
-                const float* xs[MAX_TILE];
-                for (int t = 0; t < n_tok; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
-                k.tile(W.dtype, w, xs, n_tok, W.cols, res);
-            }
-            for (int i = 0; i < n_rows; i++)
-                for (int t = 0; t < n_tok; t++)
-                    out[(size_t)(t0 + t) * W.rows + r0 + i] = res[i][t] + (bias ? bias[r0 + i] : 0.0f);
+    // The last tile of a matrix whose rows are not a multiple of the tile
+    // repeats its last row; the extra results are not stored.
+    int r0 = tile * tile_rows, n_rows = std::min(tile_rows, W.rows - r0);
+    const uint8_t* w[MAX_TILE];
+    for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + (r0 + std::min(i, n_rows - 1)) * w_bytes;
+    float res[MAX_TILE][MAX_TILE];
+    // The tile's rows stay in the L1 cache while the token groups go by:
+    // each weight comes from memory once per matmul, not once per token.
+    for (int t0 = 0; t0 < T; t0 += group) {
+        int n_tok = std::min(group, T - t0);
+        if (q8) {
+            const uint8_t* xs[MAX_TILE];
+            for (int t = 0; t < n_tok; t++) xs[t] = xq + (t0 + t) * xq_bytes;
+            k.tile_q8(w, xs, n_tok, W.cols / Q8_BLOCK, res);
+        } else {
+            const float* xs[MAX_TILE];
+            for (int t = 0; t < n_tok; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
+            k.tile(W.dtype, w, xs, n_tok, W.cols, res);
         }
+        for (int i = 0; i < n_rows; i++)
+            for (int t = 0; t < n_tok; t++)
+                o.out[(size_t)(t0 + t) * W.rows + r0 + i] = res[i][t] + (o.bias ? o.bias[r0 + i] : 0.0f);
+    }
+}
+
+// Several matrices that multiply the same x (kernels.h: matmul_many) are one
+// list of tiles, matrix after matrix: tile i of the list belongs to the
+// matrix whose range [first[m], first[m+1]) holds it. One parallel loop over
+// the whole list, so the threads meet once, at its end, however many
+// matrices there are; each tile runs exactly as it would alone, so every
+// output has the bits of its own matmul.
+void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k) {
+    if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
+    int first[MAX_MATMUL_OUTS + 1] = {0};
+    const uint8_t* xq = nullptr;  // the activations as Q8_0, made once for every Q8_0 matrix
+    for (int m = 0; m < n; m++) {
+        const Mat& W = *outs[m].W;
+        bool q8 = W.dtype == DType::Q8_0;
+        if (q8 && !xq) xq = quantize_activations(x, T, W.cols);
+        int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
+        first[m + 1] = first[m] + (W.rows + tile_rows - 1) / tile_rows;
+    }
+    #pragma omp parallel for schedule(static)
+    for (int tile = 0; tile < first[n]; tile++) {
+        int m = 0;
+        while (tile >= first[m + 1]) m++;
+        run_tile(outs[m], tile - first[m], x, xq, T, k);
     }
 }
 

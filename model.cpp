@@ -413,8 +413,48 @@ void load_model(Model& m, const std::string& path) {
          parameter_count(m), c.n_layers);
 }
 
-// --quant q8_0 (or another block format): every matrix becomes blocks in memory owned by the
-// model (the mmap stays for the small vectors already copied).
+// Pages of a weight file that nothing reads any more go back to the OS.
+// The file is mapped read-only and private, so its pages are never written:
+// MADV_DONTNEED only takes them out of this process's resident set (the OS
+// keeps them in its file cache while it has room), and should the range be
+// read again the pages come back from the file unchanged. Whole pages inside
+// [p, p + n) only: a page shared with a neighbouring tensor stays. Memory
+// that is not a mapped weight file is left alone (there, DONTNEED would
+// zero it).
+void release_file_pages(const Model& m, const void* p, size_t n) {
+    uintptr_t b = (uintptr_t)p, e = b + n;
+    auto inside = [&](const void* map, size_t size) { return b >= (uintptr_t)map && e <= (uintptr_t)map + size; };
+    bool mapped = m.map && inside(m.map, m.file_size);  // a GGUF file is m.map alone
+    for (const MappedFile& f : m.files) mapped = mapped || inside(f.map, f.size);
+    if (!mapped) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    b = (b + page - 1) & ~(page - 1);
+    e &= ~(page - 1);
+    if (e > b) madvise((void*)b, e - b, MADV_DONTNEED);
+}
+
+// Decode reads every converted weight once per token. In pages of 4 KB the
+// 0.5B model's Q8_0 copy is 128,000 pages, each a TLB miss on every token;
+// in 2 MB pages it is 250. Measured on one core of the Zen 5 machine (book
+// chapter 11): a plain read of the weights 22 -> 29 GB/s, the Q8_0 decode
+// products 11 -> 12 GB/s. The storage is reserved (address space only, no
+// page touched yet) and marked, so the pages the conversion then writes
+// come as huge pages where the kernel has them (transparent huge pages in
+// "madvise" or "always" mode); elsewhere the call does nothing.
+static void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
+    v.reserve(bytes);
+    const uintptr_t huge = 2u << 20;
+    uintptr_t b = ((uintptr_t)v.data() + huge - 1) & ~(huge - 1), e = ((uintptr_t)v.data() + bytes) & ~(huge - 1);
+    if (e > b) madvise((void*)b, e - b, MADV_HUGEPAGE);
+}
+
+// --quant q8_0 (or another block format): every matrix becomes blocks in
+// memory owned by the model. The mmap stays for the small vectors already
+// copied and for a matrix that keeps its file type; the pages of each
+// converted matrix are released as soon as its copy is made, so the
+// resident set ends at the converted weights (not those plus the file), and
+// peaks at them plus one source matrix: the embedding goes first, while
+// nothing else is held (0.5B: 272 MB of bf16 for 145 MB of Q8_0).
 void quantize_model(Model& m, DType to) {
     // A block holds 32 (k-quants: 256) weights of one row, so a row whose
     // length is not a multiple of it cannot be cut into blocks: k-quants fall
@@ -426,13 +466,16 @@ void quantize_model(Model& m, DType to) {
         DType t = block_fallback(to, w.cols);
         if (w.cols % dtype_block_size(t)) { kept++; return; }
         m.owned.emplace_back();
-        w = quantize_mat(w, t, m.owned.back());
+        prefer_huge_pages(m.owned.back(), (size_t)w.rows * dtype_row_bytes(t, w.cols));
+        Mat src = w;
+        w = quantize_mat(src, t, m.owned.back());
+        release_file_pages(m, src.data, src.bytes());
     };
-    for (auto& L : m.layers)
-        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
     bool tied = m.lm_head.data == m.embed.data;
     q(m.embed);
     if (tied) m.lm_head = m.embed;
     else q(m.lm_head);
+    for (auto& L : m.layers)
+        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
     if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }

@@ -82,8 +82,13 @@ void load_model(Model& m, const std::string& path);
 Config parse_config(const std::string& config_path);
 // Parses and validates the safetensors header of an mmapped file.
 void parse_safetensors(Model& m);
-// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h).
+// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h),
+// releasing the file pages of each converted matrix.
 void quantize_model(Model& m, DType to = DType::Q8_0);
+// Takes the whole pages of [p, p + n) out of the resident set if they belong
+// to one of the model's mapped files (no-op otherwise); read again, they come
+// back from the file.
+void release_file_pages(const Model& m, const void* p, size_t n);
 const TensorInfo* find_tensor(const Model& m, const std::string& name);
 size_t parameter_count(const Model& m);
 // Bytes of all weight files together (the model's size on disk).

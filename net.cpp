@@ -222,9 +222,12 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         // --- attention block ---
         for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
         WATCH_TENSOR("attn_norm", l, pos, xn, T, H);
-        matmul(net.q.data(), xn, L.wq, L.bq.data(), T);  // [T, q_dim]
-        matmul(net.k.data(), xn, L.wk, L.bk.data(), T);  // [T, kv_dim]
-        matmul(net.v.data(), xn, L.wv, L.bv.data(), T);  // [T, kv_dim]
+        // q, k and v read the same xn: one pass over their rows (kernels.h:
+        // matmul_many), the same bits as three matmuls, one meeting of the threads.
+        MatmulOut qkv[3] = {{net.q.data(), &L.wq, L.bq.data()},   // [T, q_dim]
+                            {net.k.data(), &L.wk, L.bk.data()},   // [T, kv_dim]
+                            {net.v.data(), &L.wv, L.bv.data()}};  // [T, kv_dim]
+        matmul_many(qkv, 3, xn, T);
         WATCH_TENSOR("attn.q", l, pos, net.q.data(), T, q_dim);
         WATCH_TENSOR("attn.k", l, pos, net.k.data(), T, kv_dim);
         WATCH_TENSOR("attn.v", l, pos, net.v.data(), T, kv_dim);
@@ -261,8 +264,9 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         // --- MLP block (SwiGLU) ---
         for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
         WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
-        matmul(net.gate.data(), xn, L.w_gate, nullptr, T);  // [T, I]
-        matmul(net.up.data(), xn, L.w_up, nullptr, T);      // [T, I]
+        MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
+                                {net.up.data(), &L.w_up, nullptr}};     // [T, I]
+        matmul_many(gate_up, 2, xn, T);
         WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
         WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
         for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);

@@ -183,6 +183,51 @@ TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set
             }
 }
 
+// matmul_many runs several matrices as one list of tiles. Each output must
+// still be its own matmul's bits, whatever the mix: q/k/v shapes (896 and
+// 128 rows at the 0.5B widths, scaled down here), row counts that are not a
+// multiple of the tile, a Q8_0 matrix beside float ones (the activations are
+// quantized once for all), every set, 1 to 3 threads, decode and batches.
+TEST_CASE("matmul_many: each output bitwise equal to its own matmul (every set, mixed types, 1-3 threads, T 1-7)") {
+    std::mt19937 rng(23);
+    std::vector<KernelSet> sets = simd_sets();
+    sets.push_back(KernelSet::Plain);
+    struct Mix { DType a, b, c; int rows_a, rows_b, rows_c, cols; };
+    const Mix mixes[] = {{DType::BF16, DType::BF16, DType::BF16, 56, 9, 9, 64},
+                         {DType::Q8_0, DType::Q8_0, DType::Q8_0, 14, 3, 5, 96},
+                         {DType::Q8_0, DType::BF16, DType::F32, 7, 13, 1, 32},
+                         {DType::F16, DType::Q8_0, DType::BF16, 1, 6, 17, 896}};
+    for (const Mix& mx : mixes)
+        for (int T : {1, 2, 7}) {
+            CAPTURE(T);
+            CAPTURE(mx.cols);
+            TestMat A = random_mat(mx.a, mx.rows_a, mx.cols, rng), B = random_mat(mx.b, mx.rows_b, mx.cols, rng),
+                    C = random_mat(mx.c, mx.rows_c, mx.cols, rng);
+            std::vector<float> x = random_vec((size_t)T * mx.cols, rng), bias = random_vec(mx.rows_a, rng);
+            const TestMat* mats[3] = {&A, &B, &C};
+            const float* biases[3] = {bias.data(), nullptr, nullptr};
+            for (KernelSet set : sets)
+                for (int threads : {1, 2, 3}) {
+                    std::string name = kernel_set_name(set);
+                    CAPTURE(name);
+                    CAPTURE(threads);
+                    std::vector<float> outs[3];
+                    MatmulOut list[3];
+                    for (int i = 0; i < 3; i++) {
+                        outs[i].assign((size_t)T * mats[i]->m.rows, NAN);
+                        list[i] = {outs[i].data(), &mats[i]->m, biases[i]};
+                    }
+                    kernels_init(set, threads);
+                    matmul_many(list, 3, x.data(), T);
+                    for (int i = 0; i < 3; i++) {
+                        CAPTURE(i);
+                        CHECK(bitwise_equal(outs[i], run_matmul(set, threads, x, mats[i]->m, biases[i], T)));
+                    }
+                }
+            kernels_init(KernelSet::Fast, 0);
+        }
+}
+
 // Q8_0. The fast kernel also quantizes the activations (per block of 32,
 // d_x = max|x|/127 rounded to f16), so it differs from the plain kernel,
 // which multiplies the Q8_0 weights by the float activations, by

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <cmath>
 #include <algorithm>
+#include <cstring>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include "model.h"
 #include "net.h"
@@ -192,4 +194,68 @@ TEST_CASE("--quant q8_0 quantizes rows of 32k weights and keeps other matrices i
     }
     CHECK(worst < 0.05 * spread);  // int8 weights: close, not equal
     CHECK(worst > 0);
+}
+
+// A line of /proc/self/status ("VmRSS", "VmHWM") in bytes; 0 if absent.
+static size_t status_bytes(const char* key) {
+    std::ifstream f("/proc/self/status");
+    std::string line, k = std::string(key) + ":";
+    while (std::getline(f, line))
+        if (line.compare(0, k.size(), k) == 0) return (size_t)std::atoll(line.c_str() + k.size()) * 1024;
+    return 0;
+}
+
+// --quant q8_0 copies every matrix into blocks; the file pages it read them
+// from must then leave the resident set, or RSS is the file plus the copy
+// (0.5B: 988 + 525 MB). The bounds come from the model itself: after the
+// conversion, RSS may grow by the converted bytes plus two partial pages per
+// matrix (the pages at a matrix's ends are shared with its neighbours and
+// stay); at its peak, by that plus the largest source matrix (the one being
+// read). A bf16 model of 30 MB (15 MB as Q8_0): keeping the file would be
+// 30 MB over the bound.
+TEST_CASE("--quant q8_0: the resident set is the converted weights, not the file as well") {
+    std::string dir = "build/test_models/q8_rss";
+    REQUIRE(system(("mkdir -p build/test_models && build/gen_model --dtype bf16 --hidden 512 --intermediate 1536 "
+                    "--layers 2 --heads 8 --kv-heads 2 --vocab 16384 --max-pos 64 --tokenizer /nonexistent --out " +
+                    dir + " >/dev/null").c_str()) == 0);
+    Model m;
+    load_model(m, dir);
+    std::vector<const Mat*> mats = {&m.embed};
+    for (const LayerWeights& L : m.layers)
+        for (const Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(w);
+    size_t largest = 0;
+    for (const Mat* w : mats) largest = std::max(largest, w->bytes());
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), slack = 2 * page * mats.size();
+    // Reset the peak (VmHWM) to the present RSS, where the kernel allows it.
+    bool peak_reset = false;
+    if (FILE* f = fopen("/proc/self/clear_refs", "w")) {
+        peak_reset = fputs("5", f) >= 0;
+        peak_reset = (fclose(f) == 0) && peak_reset;
+    }
+    size_t before = status_bytes("VmRSS");
+    REQUIRE(before > 0);
+    quantize_model(m);
+    size_t converted = 0;
+    for (const Mat* w : mats) {
+        CHECK(w->dtype == DType::Q8_0);
+        converted += w->bytes();
+    }
+    size_t after = status_bytes("VmRSS"), peak = status_bytes("VmHWM");
+    MESSAGE("RSS grew by " << (after - before) / 1024 << " KiB for " << converted / 1024 << " KiB of Q8_0 weights; "
+            "peak +" << (peak - before) / 1024 << " KiB; file " << weights_bytes(m) / 1024 << " KiB");
+    CHECK(after <= before + converted + slack);
+    if (peak_reset) CHECK(peak <= before + converted + largest + slack);
+    else MESSAGE("skipped: /proc/self/clear_refs cannot reset the peak here; the peak is not checked");
+    // Released pages that are read again come back from the file unchanged.
+    Model file;
+    load_model(file, dir);
+    Net net;
+    net_init(net, file, 8);
+    int tok = 7;
+    const float* logits = forward(net, &tok, 1, 0, false);
+    std::vector<float> first(logits, logits + file.cfg.vocab);
+    release_file_pages(file, file.map, file.file_size);
+    net_reset(net);
+    const float* again = forward(net, &tok, 1, 0, false);
+    CHECK(std::memcmp(first.data(), again, first.size() * sizeof(float)) == 0);
 }
