@@ -145,7 +145,8 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
             }
             if (t == DType::Q8_0) {  // the same bits as kernels_fast.cpp's Q8_0 order (its scalar twin)
                 std::vector<float> twin((size_t)T * rows);
-                matmul_fast(twin.data(), x.data(), Q, nullptr, T, SCALAR_KERNELS);
+                MatmulOut one = {twin.data(), &Q, nullptr};
+                matmul_fast(&one, 1, x.data(), T, SCALAR_KERNELS);
                 CHECK(std::memcmp(twin.data(), ref.data(), twin.size() * 4) == 0);
             }
             for (int simd : levels)
