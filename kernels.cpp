@@ -114,7 +114,10 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    if (dtype_is_low_bit(W.dtype)) {  // GGUF's 4/5/6-bit formats: quants.cpp, quants_fast.cpp
+    // GGUF's 4/5/6-bit formats: quants.cpp, quants_fast.cpp. Q8_0 too under
+    // AVX-512: the same order and bits as kernels_fast.cpp's (quants.h).
+    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && quant_simd_for(g_kernels.simd->name) == 2;
+    if (dtype_is_low_bit(W.dtype) || q8_here) {
         if (g_kernels.simd) matmul_quant_fast(out, x, W, bias, T, quant_simd_for(g_kernels.simd->name));
         else matmul_quant_plain(out, x, W, bias, T);
         return;

@@ -244,7 +244,7 @@ static inline size_t row_bytes(const Mat& W) {
 // reused by every call (matmul is never called from two threads at once).
 static std::vector<uint8_t> g_xq;
 
-static const uint8_t* quantize_activations(const float* x, int T, int cols) {
+const uint8_t* quantize_activations(const float* x, int T, int cols) {
     size_t rb = (size_t)cols / Q8_BLOCK * Q8_BLOCK_BYTES;
     if (g_xq.size() < T * rb) g_xq.resize(T * rb);
     #pragma omp parallel for schedule(static) if (T > 1)

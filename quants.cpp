@@ -158,16 +158,7 @@ static void dequantize_block32(const uint8_t* in, float* y, int bits, bool with_
 //   bytes 0..3:  sc_0..sc_3 in the low 6 bits, top 2 bits of sc_4..sc_7
 //   bytes 4..7:  mn_0..mn_3 in the low 6 bits, top 2 bits of mn_4..mn_7
 //   bytes 8..11: low 4 bits of sc_4..sc_7 | low 4 bits of mn_4..mn_7 << 4
-
-static void kscale_get(const uint8_t* s, int j, int& sc, int& mn) {
-    if (j < 4) {
-        sc = s[j] & 63;
-        mn = s[j + 4] & 63;
-    } else {
-        sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-        mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
+// (quants.h:kscale_get reads them back).
 
 static void kscale_put(uint8_t* s, const int sc[8], const int mn[8]) {
     for (int j = 0; j < 4; j++) {
@@ -379,4 +370,115 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
             out[(size_t)t * W.rows + r] = (float)sum;
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// The integer product: what the fast kernels compute (quants_fast.cpp), in
+// loops a reader can follow. It DEFINES their summation order; every SIMD
+// twin gives these bits.
+//
+// The activations come as Q8_0 blocks of 32 (kernels.cpp:quantize_row_q8_0:
+// int8 codes x_i and one f16 scale dx per block). Each 32 weights of a row,
+// whatever their format, line up with one activation block, and are seen as
+//   w_i = scale * mul * (q_i - offset) + min
+// with q_i the code as stored (unsigned, 4 to 6 bits), `offset` the centre
+// of the symmetric formats, `mul` Q6_K's int8 sub-block scale (one per 16
+// weights), `scale` and `min` floats. The dot product of block b is then
+//   scale * dx * sum mul * (q_i - offset) * x_i  +  min * dx * sum x_i
+// and the two sums are integers, computed exactly, four products at a time
+// (one int32 lane of vpdpbusd or pmaddubsw + pmaddwd). Per block b, lane
+// j = 0..7 covers weights 4j..4j+3:
+//   p_j  = sum q_i * x_i            xs_j = sum x_i
+//   s_j  = mul * (p_j - offset * xs_j)                       (exact int32)
+//   l    = fma((float)s_j, scale * dx, l)
+//   l    = fma((float)xs_j, min * dx, l)     (formats with a min only)
+// into the float lane l = acc[j + 8 * (b mod 2)] — the lanes and the final
+// fold of the Q8_0 order (kernels_fast.cpp). Every integer is far below
+// 2^24, so each (float) conversion is exact.
+struct IntBlock {
+    uint8_t q[32];  // the codes as stored: 0..15, 0..31 or 0..63 (Q8_0: 0..255)
+    int offset;     // 8 (Q4_0), 16 (Q5_0), 32 (Q6_K), 128 (Q8_0), else 0
+    int mul[2];     // Q6_K: the int8 scales of weights 0..15 and 16..31; else 1
+    float scale;    // d; d * sc_j for the 32 weights of Q4_K/Q5_K sub-block j
+    float min;      // m (Q4_1, Q5_1), -(dmin * mn_j) (Q4_K, Q5_K), else 0
+    bool has_min;
+};
+
+// Block b (weights 32b .. 32b+31) of a row of type t, unpacked to codes.
+// The bit positions are those of the dequantize functions above.
+static IntBlock int_block(DType t, const uint8_t* row, int b) {
+    IntBlock k{};
+    k.mul[0] = k.mul[1] = 1;
+    if (t == DType::Q8_0) {  // int8 codes c stored as c + 128, so that they are unsigned too
+        const uint8_t* in = row + (size_t)b * Q8_BLOCK_BYTES;
+        k.scale = load_f16(in);
+        for (int i = 0; i < 32; i++) k.q[i] = (uint8_t)(in[2 + i] ^ 0x80);
+        k.offset = 128;
+        return k;
+    }
+    if (dtype_block_size(t) == 32) {
+        const uint8_t* in = row + (size_t)b * dtype_block_bytes(t);
+        bool with_min = t == DType::Q4_1 || t == DType::Q5_1, five = t == DType::Q5_0 || t == DType::Q5_1;
+        k.scale = load_f16(in);
+        const uint8_t* p = in + 2;
+        if (with_min) k.min = load_f16(p), k.has_min = true, p += 2;
+        uint32_t qh = 0;
+        if (five) std::memcpy(&qh, p, 4), p += 4;
+        for (int i = 0; i < 32; i++) {
+            int q = i < 16 ? p[i] & 15 : p[i - 16] >> 4;
+            k.q[i] = (uint8_t)(q | (five ? ((qh >> i) & 1) << 4 : 0));
+        }
+        k.offset = with_min ? 0 : five ? 16 : 8;
+        return k;
+    }
+    const uint8_t* in = row + (size_t)(b / 8) * dtype_block_bytes(t);
+    int j = b % 8;  // the sub-block of 32 inside the super-block of 256
+    if (t == DType::Q6_K) {
+        const int8_t* sc = (const int8_t*)(in + 192);
+        k.scale = load_f16(in + 208);
+        k.offset = 32;
+        for (int i = 0; i < 32; i++) {
+            int w = 32 * j + i, h = w / 128, kk = (w % 128) / 32;
+            int q = (in[q6_low_byte(w)] >> q6_low_shift(w)) & 15;
+            k.q[i] = (uint8_t)(q | ((in[128 + 32 * h + i] >> (2 * kk)) & 3) << 4);
+        }
+        k.mul[0] = sc[2 * j];
+        k.mul[1] = sc[2 * j + 1];
+        return k;
+    }
+    // Q4_K, Q5_K
+    int sc, mn;
+    kscale_get(in + 4, j, sc, mn);
+    k.scale = load_f16(in) * (float)sc;
+    k.min = -(load_f16(in + 2) * (float)mn);
+    k.has_min = true;
+    const uint8_t* qs = in + (t == DType::Q5_K ? 48 : 16);
+    for (int i = 0; i < 32; i++) {
+        uint8_t byte = qs[32 * (j / 2) + i];
+        int q = j % 2 == 0 ? byte & 15 : byte >> 4;
+        if (t == DType::Q5_K) q |= ((in[16 + i] >> j) & 1) << 4;
+        k.q[i] = (uint8_t)q;
+    }
+    return k;
+}
+
+float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols) {
+    float acc[16] = {0};
+    for (int b = 0; b < cols / 32; b++) {
+        IntBlock k = int_block(t, w, b);
+        const uint8_t* xb = xq + (size_t)b * Q8_BLOCK_BYTES;
+        float dx = load_f16(xb);
+        const int8_t* x = (const int8_t*)(xb + 2);
+        for (int j = 0; j < 8; j++) {
+            int p = 0, xs = 0;
+            for (int i = 4 * j; i < 4 * j + 4; i++) p += k.q[i] * x[i], xs += x[i];
+            int s = k.mul[j / 4] * (p - k.offset * xs);
+            float& l = acc[j + 8 * (b % 2)];
+            l = std::fma((float)s, k.scale * dx, l);
+            if (k.has_min) l = std::fma((float)xs, k.min * dx, l);
+        }
+    }
+    float u[8];
+    for (int j = 0; j < 8; j++) u[j] = acc[j] + acc[j + 8];
+    return ((u[0] + u[4]) + (u[2] + u[6])) + ((u[1] + u[5]) + (u[3] + u[7]));
 }

@@ -40,16 +40,35 @@ void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
 
-// out[t, r] = W[r, :] . x[t, :] (+ bias[r]) for a low-bit W.
-// Plain: dequantize one row, sum in double (the reference).
+// Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from
+// the super-block's 12 scale bytes s (the layout is drawn in quants.cpp).
+static inline void kscale_get(const uint8_t* s, int j, int& sc, int& mn) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        mn = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+// out[t, r] = W[r, :] . x[t, :] (+ bias[r]) for a low-bit W, two ways.
+// Plain (--kernels plain): dequantize one row, sum in double with the f32
+// activations — the reference for what the format means.
 void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
-// Fast: threads over rows; each row is dequantized once into f32 and dotted
-// with every token in one fixed order of 16 partial sums (quants_fast.cpp).
-// simd 0: portable C++; 1: AVX2; 2: AVX-512 — all three bitwise equal.
+// The integer path (every other kernel set): the activations rounded to
+// Q8_0 blocks, each block of weights multiplied by them in exact integers,
+// then scaled and summed in one fixed order of 16 float lanes.
+// dot_quant_q8 is that order written as plain loops (quants.cpp), one row w
+// of W against one row xq of Q8_0 activation blocks, cols weights long.
+float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
+// The fast twins, threads over tiles of rows x tokens (quants_fast.cpp).
+// simd 0: the reference itself; 1: AVX2; 2: AVX-512 VNNI — bitwise equal.
+// Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give
+// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 the decode tiles
+// here (8 rows, prefetch) serve them too (kernels.cpp:matmul).
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
 // The best `simd` this build can run (0, 1 or 2), and the one that matches
 // a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
 int quant_simd_level();
 int quant_simd_for(const char* kernel_set_name);
-// The 16-lane dot product the fast kernels use, exposed for the tests.
-float dot16(const float* w, const float* x, int n, int simd);

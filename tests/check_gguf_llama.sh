@@ -8,13 +8,14 @@
 # std of the reference logits, over positions and vocabulary):
 #   f32                 llama.cpp computes in f32 too:                < 1e-3
 #   f16, bf16           llama.cpp rounds activations to f16/bf16:      < 0.05
-#   q8_0                llama.cpp rounds activations to 8 bits, Lantern
-#                       keeps them f32; the two rounding noises differ: < 0.15
+#   q8_0                both engines round activations to Q8_0 blocks:  < 0.15
 #   4-, 5-, 6-bit       well below the quantization error itself (llama.cpp
 #                       on the file against Lantern on the f32 file): < 1/2 of it.
-#                       llama.cpp rounds activations to 8 bits, Lantern's
-#                       low-bit kernels do not: that alone gives ~0.025 on
-#                       these models, for every type (measured), while the
+#                       Both engines round activations to 8 bits: Lantern to
+#                       Q8_0 blocks of 32 for every format, llama.cpp too for
+#                       Q4_0/Q5_0/Q8_0 (measured 1e-4 apart) but to Q8_1 for
+#                       Q4_1/Q5_1 and to Q8_K (blocks of 256) for the k-quants,
+#                       which alone gives 0.024-0.032 on these models, while the
 #                       quantization error is 0.07 (Q6_K) to 0.32 (Q4_0).
 # A dequantization bug shows up as an error as large as the quantization
 # error or larger. tiny (hidden 64) makes every k-quant fall back, so the

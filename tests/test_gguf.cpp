@@ -2,10 +2,11 @@
 //
 //   1. Blocks checkable by hand: a Q4_0 and a Q4_K block built byte by byte
 //      decode to the numbers the format's definition gives.
-//   2. Every format: quantize -> dequantize stays within half a step, and the
-//      fast matrix product (portable, AVX2, AVX-512) equals "dequantize, then
-//      the 16-lane dot product" bit for bit, and the double-precision plain
-//      product within the float bound.
+//   2. Every format: quantize -> dequantize stays within half a step; the
+//      integer product against Q8_0 activations equals dequantized weights
+//      times dequantized activations, its fast twins (portable, AVX2,
+//      AVX-512) equal its reference bit for bit, and the f32 plain product
+//      within what rounding the activations to 8 bits allows.
 //   3. The file: values of every type survive write -> read; broken files
 //      (built in memory) are refused with one line naming the file and the
 //      problem.
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <omp.h>
 #include <nlohmann/json.hpp>
 #include "gguf.h"
 #include "model.h"
@@ -68,19 +70,18 @@ TEST_CASE("gguf: a Q4_0 block and a Q4_K block decoded by hand") {
     CHECK(y[5 * 32 + 3] == 37.0f * 9 - 0.25f * 50);  // 320.5
 }
 
-TEST_CASE("gguf: every block format round-trips within half a step, and fast == dequantize + dot") {
+TEST_CASE("gguf: every block format round-trips within half a step") {
     std::mt19937 rng(5);
     std::normal_distribution<float> g(0.0f, 1.0f);
     for (DType t : BLOCK_TYPES) {
         INFO(dtype_name(t));
         int rows = 7, cols = 512;
-        std::vector<float> w((size_t)rows * cols), x(3 * cols), back(cols);
+        std::vector<float> w((size_t)rows * cols), back(cols);
         for (auto& v : w) v = g(rng);
-        for (auto& v : x) v = g(rng);
         std::vector<uint8_t> storage;
         Mat W{DType::F32, rows, cols, w.data()};
-        Mat Q = quantize_mat(W, t, storage);
-        // Round trip: each block's error is at most about one step of its grid.
+        quantize_mat(W, t, storage);
+        // Each block's error is at most about one step of its grid.
         double worst = 0;
         for (int r = 0; r < rows; r++) {
             dequantize_row(t, storage.data() + r * dtype_row_bytes(t, cols), cols, back.data());
@@ -89,23 +90,79 @@ TEST_CASE("gguf: every block format round-trips within half a step, and fast == 
         int bits = t == DType::Q8_0 ? 8 : t == DType::Q6_K ? 6 : (t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K) ? 5 : 4;
         CHECK(worst < 8.0 / (1 << bits) * 1.5);  // weights within about +-4: 2^bits steps across 8
         CHECK(worst > 0);
-        if (t == DType::Q8_0) continue;  // Q8_0's products are kernels.cpp's (tests/test_kernels.cpp)
-        std::vector<float> plain(3 * rows), fast(3 * rows), deq(cols);
-        matmul_quant_plain(plain.data(), x.data(), Q, nullptr, 3);
-        for (int simd = 0; simd <= quant_simd_level(); simd++) {
-            matmul_quant_fast(fast.data(), x.data(), Q, nullptr, 3, simd);
+    }
+}
+
+// The integer path (quants.h): its reference dot_quant_q8 equals the
+// dequantized weights times the dequantized activations (d_x * x_i) up to
+// float rounding — so the integer sums, the offsets, Q6_K's int8 scales and
+// the min terms are each in the right place; its fast twins equal it bit for
+// bit for every block count (odd ones too), row count, batch size, thread
+// count and instruction set; and against the f32 activations of the plain
+// product it is off by no more than rounding the activations to 8 bits can make.
+TEST_CASE("gguf: the integer product of every low-bit format: reference, fast twins bit for bit, plain within the rounding") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<int> levels;
+    for (int simd = 0; simd <= quant_simd_level(); simd++) levels.push_back(simd);
+    if (quant_simd_level() < 1) MESSAGE("skipped: this build has no AVX2/FMA/F16C, the avx2 integer kernels are not compared");
+    if (quant_simd_level() < 2)
+        MESSAGE("skipped: this build has no AVX-512 F/BW/VL/VNNI, the avx512 integer kernels are not compared");
+    int saved_threads = omp_get_max_threads();
+    for (DType t : BLOCK_TYPES) {
+        int block = dtype_block_size(t);
+        for (int n_blocks : {1, 3, 4, block == 32 ? 28 : 19}) {  // 28 x 32 = 896, 19 x 256 = 4864
+            int cols = n_blocks * block, rows = 7, T = 9;
+            INFO(std::string(dtype_name(t)) << ", " << rows << " x " << cols << ", " << T << " tokens");
+            std::vector<float> w((size_t)rows * cols), x((size_t)T * cols), deq(cols), xd(cols);
+            for (auto& v : w) v = g(rng);
+            for (auto& v : x) v = g(rng);
+            std::vector<uint8_t> storage, xq((size_t)T * cols / 32 * Q8_BLOCK_BYTES);
+            Mat W{DType::F32, rows, cols, w.data()};
+            Mat Q = quantize_mat(W, t, storage);
+            size_t xq_bytes = (size_t)cols / 32 * Q8_BLOCK_BYTES, rb = dtype_row_bytes(t, cols);
+            for (int k = 0; k < T; k++) quantize_row_q8_0(&x[(size_t)k * cols], cols, &xq[k * xq_bytes]);
+            std::vector<float> ref((size_t)T * rows), plain((size_t)T * rows);
+            matmul_quant_plain(plain.data(), x.data(), Q, nullptr, T);
             for (int r = 0; r < rows; r++) {
-                dequantize_row(t, storage.data() + r * dtype_row_bytes(t, cols), cols, deq.data());
-                for (int tk = 0; tk < 3; tk++) {
-                    float ref = dot16(deq.data(), x.data() + tk * cols, cols, 0);
-                    CHECK(fast[tk * rows + r] == ref);  // bitwise: one summation order
-                    double mag = 0;
-                    for (int c = 0; c < cols; c++) mag += std::fabs(deq[c] * x[tk * cols + c]);
-                    CHECK(std::fabs(fast[tk * rows + r] - plain[tk * rows + r]) <= (cols / 16 + 5) * mag / (1 << 24));
+                dequantize_row(t, storage.data() + r * rb, cols, deq.data());
+                for (int k = 0; k < T; k++) {
+                    const uint8_t* xk = &xq[k * xq_bytes];
+                    dequantize_row(DType::Q8_0, xk, cols, xd.data());
+                    float got = dot_quant_q8(t, storage.data() + r * rb, xk, cols);
+                    ref[(size_t)k * rows + r] = got;
+                    double exact = 0, mag = 0, rounding = 0;
+                    for (int c = 0; c < cols; c++) {
+                        exact += (double)deq[c] * xd[c];
+                        mag += std::fabs((double)deq[c] * xd[c]);
+                        // an activation moves by at most half its block's step d_x
+                        rounding += std::fabs((double)deq[c]) * f16_to_f32(xk[c / 32 * Q8_BLOCK_BYTES] |
+                                                                           xk[c / 32 * Q8_BLOCK_BYTES + 1] << 8) * 0.5;
+                    }
+                    CHECK(std::fabs(got - exact) <= 1e-5 * mag);
+                    CHECK(std::fabs(got - plain[(size_t)k * rows + r]) <= rounding * 1.01 + 1e-5 * mag);
                 }
             }
+            if (t == DType::Q8_0) {  // the same bits as kernels_fast.cpp's Q8_0 order (its scalar twin)
+                std::vector<float> twin((size_t)T * rows);
+                MatmulOut one = {twin.data(), &Q, nullptr};
+                matmul_fast(&one, 1, x.data(), T, SCALAR_KERNELS);
+                CHECK(std::memcmp(twin.data(), ref.data(), twin.size() * 4) == 0);
+            }
+            for (int simd : levels)
+                for (int threads : {1, 3})
+                    for (int batch : {1, 2, 3, 5, 9}) {
+                        omp_set_num_threads(threads);
+                        std::vector<float> fast((size_t)batch * rows);
+                        matmul_quant_fast(fast.data(), x.data(), Q, nullptr, batch, simd);
+                        int same = 0;
+                        for (int i = 0; i < batch * rows; i++) same += std::memcmp(&fast[i], &ref[i], 4) == 0;
+                        INFO("simd " << simd << ", " << threads << " threads, batch " << batch);
+                        CHECK(same == batch * rows);  // bitwise: one summation order
+                    }
         }
     }
+    omp_set_num_threads(saved_threads);
 }
 
 // ---------------------------------------------------------------------------
