@@ -272,8 +272,17 @@ static std::string gguf_for(const std::string& model_dir, DType dt, std::string&
     }
     std::string type = dtype_name(dt);  // "BF16"; convert's --type takes "bf16"
     for (char& ch : type) ch = (char)tolower(ch);
-    std::string cmd = "mkdir -p build/bench && /proc/self/exe convert '" + model_dir + "' '" + out + "' --type " +
-                      type + " >/dev/null 2>&1";
+    // This program's own path: inside system()'s shell, /proc/self/exe would
+    // name the shell.
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        why_not = "cannot find this program's path (/proc/self/exe)";
+        return "";
+    }
+    self[len] = 0;
+    std::string cmd = "mkdir -p build/bench && '" + std::string(self) + "' convert '" + model_dir + "' '" + out +
+                      "' --type " + type + " >/dev/null 2>&1";
     if (system(cmd.c_str()) != 0) {
         why_not = std::string("./run convert to ") + dtype_name(dt) + " GGUF failed";
         std::remove(out.c_str());

@@ -353,6 +353,7 @@ void gguf_open_model(Model& m, const std::string& path) {
     m.dir = path;  // the file is its own folder: tokenizer and all
     m.weights_path = path;
     m.map = map_file(path, m.file_size);
+    m.files.push_back({path, m.map, m.file_size});  // unmapped by ~Model, counted by weights_bytes
     GGUFFile f;
     gguf_parse(f, (const uint8_t*)m.map, m.file_size, path);
     m.header_len = f.data_start;
