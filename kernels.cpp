@@ -206,11 +206,6 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
 // the weighted sum of the value rows.
 void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                           size_t stride, DType kv_type, int n, int head_dim) {
-    std::vector<float> own;  // no caller's buffer (no trace): this one call's
-    if (!scores) {
-        own.resize(n);
-        scores = own.data();
-    }
     float scale = 1.0f / std::sqrt((float)head_dim);
     for (int j = 0; j < n; j++) scores[j] = vec_dot_plain(q, keys + j * stride, kv_type, head_dim) * scale;
     softmax(scores, n);
@@ -220,8 +215,18 @@ void attention_head_plain(float* out, float* scores, const float* q, const uint8
 
 void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim) {
-    if (g_kernels.simd) attention_head_fast(out, scores, q, keys, values, stride, kv_type, n, head_dim, *g_kernels.simd);
-    else attention_head_plain(out, scores, q, keys, values, stride, kv_type, n, head_dim);
+    if (g_kernels.simd) {
+        attention_head_fast(out, scores, q, keys, values, stride, kv_type, n, head_dim, *g_kernels.simd);
+        return;
+    }
+    // The plain kernel writes all n weights (its contract, and the
+    // exercise's): without a trace's row to keep them, this thread's own.
+    thread_local std::vector<float> own;
+    if (!scores) {
+        if ((int)own.size() < n) own.resize(n);
+        scores = own.data();
+    }
+    attention_head_plain(out, scores, q, keys, values, stride, kv_type, n, head_dim);
 }
 
 // Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127

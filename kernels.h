@@ -143,8 +143,9 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
 //   out       = sum_j scores[j] * v_j                    out, q: [head_dim]
 // k_j and v_j are head_dim values of kv_type at keys + j*stride and
 // values + j*stride (stride in bytes: one cache row, all KV heads).
-// `scores` may be nullptr: only a trace wants the weights. The plain kernel
-// computes all n scores, then the softmax; the fast one goes over the keys
+// attention_head's `scores` may be nullptr: only a trace wants the weights
+// (the plain kernel then gets a buffer of the dispatcher's; it always
+// writes all n scores, then the softmax); the fast one goes over the keys
 // in blocks of ATT_BLOCK with an online softmax (a running maximum and sum),
 // so its memory does not grow with n.
 const int ATT_BLOCK = 64;
