@@ -196,7 +196,8 @@ TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set
 // (vdpbf16ps makes cols/16 rounded additions per lane, as the FMAs do).
 // The "tiny" inputs make products and partial sums subnormal: the
 // instruction flushes them to zero, and so must the twin.
-static std::vector<float> run_matmul_with(const SimdKernels& k, int threads, const std::vector<float>& x, const Mat& W,
+// (used only by the x86-64 case below)
+[[maybe_unused]] static std::vector<float> run_matmul_with(const SimdKernels& k, int threads, const std::vector<float>& x, const Mat& W,
                                           const float* bias, int T) {
     kernels_init(KernelSet::Fast, threads);
     std::vector<float> out((size_t)T * W.rows, NAN);
