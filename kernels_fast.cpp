@@ -268,8 +268,8 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
     // follows, where consecutive rows side by side are tile_rows short
     // streams that each end after one row (1.8-9.7 KB on the 0.5B model).
     // Measured on 2 threads of the Zen 5 machine, bf16 tiles of 4 rows:
-    // 40-45 GB/s side by side with a software prefetch 8 rows ahead, 49-62
-    // in stripes (no prefetch), against 58-61 for a plain sum of the same
+    // 37-40 GB/s side by side with a software prefetch 8 rows ahead, 43-48
+    // in stripes (no prefetch), against 50-54 for a plain sum of the same
     // pages (book/11-performance.md). Which rows a tile holds changes no
     // result: each row's dot product is the same however it is grouped.
     // A tile whose rows run past the matrix repeats a row it holds; the
