@@ -70,7 +70,6 @@ const int ROWS = 4, TOKENS = 6;
 INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
                    float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[ROWS][TOKENS];
-    const int esize = dt == DType::F32 ? 4 : 2;  // bytes per weight
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 8
@@ -85,7 +84,6 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++) {
-            if (NT == 1) prefetch_ahead(w[r] + (size_t)c * esize, (size_t)cols * esize);  // kernels.h
             __m512 wv = load16(dt, w[r], c);
             __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
