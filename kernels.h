@@ -62,6 +62,13 @@ struct SimdKernels {
     // in order of j (one fma per row): the weighted sum of attention's value rows, a block at a time
     void (*axpy)(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n);
     void (*exp_shift)(float* x, float m, int n);  // x[i] = exp(x[i] - m), x[i] <= m: kernels_fast.cpp's polynomial
+    // bf16dot only (nullptr in the other sets): bf16 weights times
+    // activations that the driver rounded to bf16 once per matmul
+    // (round_bf16: f32_to_bf16_daz of each value), not once per tile, so the
+    // tile loads half the bytes and converts nothing.
+    void (*round_bf16)(const float* x, uint16_t* out, int n);
+    void (*tile_bf16)(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
+                      float out[MAX_TILE][MAX_TILE]);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
 // is how many cache lines are on their way from memory at once. The float

@@ -300,5 +300,5 @@ static void exp_shift_avx2(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2};
+                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr};
 #endif  // __x86_64__
