@@ -268,10 +268,9 @@ static const uint16_t* round_activations(const float* x, int T, int cols, const 
     return g_xb.data();
 }
 
-// One tile of rows of one matrix: its rows against the tokens t_begin ..
-// t_end - 1 of the matmul's T, in groups.
-static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb, int T,
-                     int t_begin, int t_end, const SimdKernels& k) {
+// One tile of rows of one matrix: its rows against every token, in groups.
+static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb,
+                     int t_begin, int t_end, const SimdKernels& k, bool one_token) {
     const Mat& W = *o.W;
     bool q8 = W.dtype == DType::Q8_0;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
@@ -293,7 +292,7 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
     // A tile whose rows run past the matrix repeats a row it holds; the
     // extra results are not stored.
     int rows[MAX_TILE], n_rows = 0;
-    if (T == 1) {
+    if (one_token) {
         int q = (W.rows + tile_rows - 1) / tile_rows;
         for (int i = 0; i < tile_rows && tile + i * q < W.rows; i++) rows[n_rows++] = tile + i * q;
     } else
@@ -371,7 +370,7 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         for (int t0 = 0; t0 < T; t0 += block)
             for (int tile = lo, m = 0; tile < hi; tile++) {
                 while (tile >= first[m + 1]) m++;
-                run_tile(outs[m], tile - first[m], x, xq, xb, T, t0, std::min(T, t0 + block), k);
+                run_tile(outs[m], tile - first[m], x, xq, xb, t0, std::min(T, t0 + block), k, T == 1);
             }
     }
 }
