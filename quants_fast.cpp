@@ -309,6 +309,32 @@ INLINE void kscales(const uint8_t* in, KScales& k) {
     }
 }
 
+// The blocks of 32 (Q4_0, Q4_1, Q5_0, Q5_1) of bb bytes each: where, in the
+// words of two blocks b, b+1 loaded together, each seat finds its word. The
+// nibble bytes start at an even byte `at` (2, 4, 6, 8), so words suffice:
+// q: [b's 16 bytes | b+1's | b's | b+1's], shifted right by 0 (low nibbles)
+// or 4 (high ones); d and m: block b's f16 scale (minimum) in seats 0-3 and
+// 8-11, block b+1's in 4-7 and 12-15.
+struct PairWords {
+    uint16_t q[32], shift[32], d[32], m[32];
+};
+static constexpr PairWords pair_words_for(int bb, int at) {
+    PairWords p{};
+    for (int i = 0; i < 32; i++) {
+        int next = i / 8 % 2, seat = i / 4 % 2;
+        p.q[i] = (uint16_t)((next * bb + at) / 2 + i % 8);
+        p.shift[i] = (uint16_t)(i < 16 ? 0 : 4);
+        p.d[i] = (uint16_t)(seat * bb / 2);
+        p.m[i] = (uint16_t)(seat * bb / 2 + 1);
+    }
+    return p;
+}
+alignas(64) static constexpr PairWords PAIR_Q4_0 = pair_words_for(18, 2), PAIR_Q4_1 = pair_words_for(20, 4),
+                                       PAIR_Q5_0 = pair_words_for(22, 6), PAIR_Q5_1 = pair_words_for(24, 8);
+INLINE const PairWords& pair_words(DType t) {
+    return t == DType::Q4_0 ? PAIR_Q4_0 : t == DType::Q4_1 ? PAIR_Q4_1 : t == DType::Q5_0 ? PAIR_Q5_0 : PAIR_Q5_1;
+}
+
 INLINE Pair decode_pair(DType t, const uint8_t* row, int b, bool both, const KScales& ks) {
     Pair k;
     const __m512i low4 = _mm512_set1_epi8(15);
@@ -324,23 +350,28 @@ INLINE Pair decode_pair(DType t, const uint8_t* row, int b, bool both, const KSc
             break;
         }
         case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: {
+            // Both blocks (at most 48 bytes) in one load, masked so that it never
+            // reads past them; then word permutes put the nibble bytes and the
+            // f16 scales in their seats (PairWords), one shift splits the nibbles.
             int bb = block_bytes(t);
             const uint8_t* in = row + (size_t)b * bb;
             bool with_min = t == DType::Q4_1 || t == DType::Q5_1, five = t == DType::Q5_0 || t == DType::Q5_1;
-            int at = 2 + (with_min ? 2 : 0) + (five ? 4 : 0);
-            __m128i hi = both ? _mm_loadu_si128((const __m128i*)(in + bb + at)) : _mm_setzero_si128();
-            __m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(in + at))), hi, 1);
-            k.q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), low4);
+            const PairWords& pw = pair_words(t);
+            __m512i v = _mm512_maskz_loadu_epi8(both ? (1ull << 2 * bb) - 1 : (1ull << bb) - 1, in);
+            __m512i raw = _mm512_permutexvar_epi16(_mm512_loadu_si512(pw.q), v);
+            k.q = _mm512_and_si512(_mm512_srlv_epi16(raw, _mm512_loadu_si512(pw.shift)), low4);
             if (five) {
+                int at = with_min ? 4 : 2;
                 uint32_t h0, h1 = 0;
-                std::memcpy(&h0, in + at - 4, 4);
-                if (both) std::memcpy(&h1, in + bb + at - 4, 4);
+                std::memcpy(&h0, in + at, 4);
+                if (both) std::memcpy(&h1, in + bb + at, 4);
                 __mmask64 m = (uint64_t)(h0 & 0xFFFF) | (uint64_t)(h1 & 0xFFFF) << 16 | (uint64_t)(h0 >> 16) << 32 |
                               (uint64_t)(h1 >> 16) << 48;
                 k.q = _mm512_mask_add_epi8(k.q, m, k.q, _mm512_set1_epi8(16));
             }
-            k.scale = seats(f16_at(in), both ? f16_at(in + bb) : 0.0f);
-            if (with_min) k.min = seats(f16_at(in + 2), both ? f16_at(in + bb + 2) : 0.0f);
+            // (a lone last block: its neighbour's scale reads as the zeros of the masked load)
+            k.scale = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_loadu_si512(pw.d), v)));
+            if (with_min) k.min = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_loadu_si512(pw.m), v)));
             break;
         }
         case DType::Q4_K: case DType::Q5_K: {  // sub-blocks j, j+1 share 32 bytes: low, high nibbles
