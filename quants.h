@@ -68,6 +68,9 @@ float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
 // the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 the decode tiles
 // here (8 rows, prefetch) serve them too (kernels.cpp:matmul).
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
+// Several matrices of the same width times the same x in one parallel loop
+// (kernels.h:matmul_many), each output with the bits of matmul_quant_fast.
+void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, int simd);
 // The best `simd` this build can run (0, 1 or 2), and the one that matches
 // a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
 int quant_simd_level();

@@ -495,35 +495,65 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
 // The driver: the activations to Q8_0 once, then threads over tiles of rows
 // (each thread its own rows: no result depends on the thread count), and
 // within a tile the tokens in groups, the tile's rows staying in the cache.
-void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd) {
+// Several matrices that multiply the same x (q, k and v; gate and up) are
+// one list of tiles, as in kernels_fast.cpp:matmul_fast: one parallel loop,
+// the threads meet once, and each tile runs exactly as it would alone, so
+// every output has the bits of its own product.
+struct QuantDriver {
     QuantTile tile = tile_portable;
     int tile_rows = 1, group = MAX_TILE;
+};
+
+static QuantDriver driver_for(DType t, int T, int simd) {
+    QuantDriver d;
 #ifdef QUANTS_AVX2
     // (Q8_0's codes of 8 bits would overflow pmaddubsw's int16 pairs.)
-    if (simd == 1 && W.dtype != DType::Q8_0) tile = tile_avx2, tile_rows = A2_ROWS, group = A2_TOKENS;
+    if (simd == 1 && t != DType::Q8_0) d.tile = tile_avx2, d.tile_rows = A2_ROWS, d.group = A2_TOKENS;
 #endif
 #ifdef QUANTS_AVX512
-    if (simd >= 2) tile = tile_avx512, tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, group = A5_TOKENS;
+    if (simd >= 2) d.tile = tile_avx512, d.tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, d.group = A5_TOKENS;
 #endif
-    const uint8_t* xq = quantize_activations(x, T, W.cols);
+    return d;
+}
+
+static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, const QuantDriver& d) {
+    const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK;
     size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, w_bytes = dtype_row_bytes(W.dtype, W.cols);
-    int n_tiles = (W.rows + tile_rows - 1) / tile_rows;
-    #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n_tiles; i++) {
-        // The last tile repeats the matrix's last row; its extra results are dropped.
-        int r0 = i * tile_rows, n_rows = std::min(tile_rows, W.rows - r0);
-        const uint8_t* w[MAX_TILE];
-        for (int r = 0; r < tile_rows; r++) w[r] = (const uint8_t*)W.data + (r0 + std::min(r, n_rows - 1)) * w_bytes;
-        float res[MAX_TILE][MAX_TILE];
-        for (int t0 = 0; t0 < T; t0 += group) {
-            int n_tok = std::min(group, T - t0);
-            const uint8_t* xs[MAX_TILE];
-            for (int k = 0; k < n_tok; k++) xs[k] = xq + (size_t)(t0 + k) * xq_bytes;
-            tile(W.dtype, w, tile_rows, xs, n_tok, n_blocks, res);
-            for (int r = 0; r < n_rows; r++)
-                for (int k = 0; k < n_tok; k++)
-                    out[(size_t)(t0 + k) * W.rows + r0 + r] = res[r][k] + (bias ? bias[r0 + r] : 0.0f);
-        }
+    // The last tile repeats the matrix's last row; its extra results are dropped.
+    int r0 = i * d.tile_rows, n_rows = std::min(d.tile_rows, W.rows - r0);
+    const uint8_t* w[MAX_TILE];
+    for (int r = 0; r < d.tile_rows; r++) w[r] = (const uint8_t*)W.data + (r0 + std::min(r, n_rows - 1)) * w_bytes;
+    float res[MAX_TILE][MAX_TILE];
+    for (int t0 = 0; t0 < T; t0 += d.group) {
+        int n_tok = std::min(d.group, T - t0);
+        const uint8_t* xs[MAX_TILE];
+        for (int k = 0; k < n_tok; k++) xs[k] = xq + (size_t)(t0 + k) * xq_bytes;
+        d.tile(W.dtype, w, d.tile_rows, xs, n_tok, n_blocks, res);
+        for (int r = 0; r < n_rows; r++)
+            for (int k = 0; k < n_tok; k++)
+                o.out[(size_t)(t0 + k) * W.rows + r0 + r] = res[r][k] + (o.bias ? o.bias[r0 + r] : 0.0f);
     }
+}
+
+void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, int simd) {
+    if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
+    QuantDriver d[MAX_MATMUL_OUTS];
+    int first[MAX_MATMUL_OUTS + 1] = {0};
+    for (int m = 0; m < n; m++) {
+        d[m] = driver_for(outs[m].W->dtype, T, simd);
+        first[m + 1] = first[m] + (outs[m].W->rows + d[m].tile_rows - 1) / d[m].tile_rows;
+    }
+    const uint8_t* xq = quantize_activations(x, T, outs[0].W->cols);
+    #pragma omp parallel for schedule(static)
+    for (int tile = 0; tile < first[n]; tile++) {
+        int m = 0;
+        while (tile >= first[m + 1]) m++;
+        run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
+    }
+}
+
+void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd) {
+    MatmulOut one = {out, &W, bias};
+    matmul_quant_fast_many(&one, 1, x, T, simd);
 }
