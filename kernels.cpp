@@ -114,10 +114,11 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 }
 
 // Which driver multiplies W: GGUF's 4/5/6-bit formats go to quants.cpp,
-// quants_fast.cpp; Q8_0 too under AVX-512, in the same order and bits as
-// kernels_fast.cpp's (quants.h). Everything else to kernels_fast.cpp.
+// quants_fast.cpp; so does Q8_0 when the kernel set has no Q8_0 tile of its
+// own (AVX-512: quants_fast.cpp's VNNI tiles, the same order and bits as
+// kernels_fast.cpp's, quants.h). Everything else to kernels_fast.cpp.
 static bool goes_to_quants(const Mat& W) {
-    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && quant_simd_for(g_kernels.simd->name) == 2;
+    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && !g_kernels.simd->tile_q8;
     return dtype_is_low_bit(W.dtype) || q8_here;
 }
 

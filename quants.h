@@ -65,8 +65,8 @@ float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
 // The fast twins, threads over tiles of rows x tokens (quants_fast.cpp).
 // simd 0: the reference itself; 1: AVX2; 2: AVX-512 VNNI — bitwise equal.
 // Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give
-// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 the decode tiles
-// here (8 rows, prefetch) serve them too (kernels.cpp:matmul).
+// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 these tiles are
+// the only Q8_0 kernel (8-row decode tiles, prefetch; kernels.cpp:matmul).
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
 // Several matrices of the same width times the same x in one parallel loop
 // (kernels.h:matmul_many), each output with the bits of matmul_quant_fast.

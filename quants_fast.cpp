@@ -54,7 +54,8 @@ int quant_simd_level() {
 }
 
 int quant_simd_for(const char* name) {
-    int want = !strcmp(name, "avx512") ? 2 : !strcmp(name, "avx2") ? 1 : 0;
+    // "avx512+bf16dot" changes only bf16 weights: the integer tiles are avx512's
+    int want = !strncmp(name, "avx512", 6) ? 2 : !strcmp(name, "avx2") ? 1 : 0;
     return std::min(want, quant_simd_level());
 }
 
