@@ -191,11 +191,13 @@ INLINE __m256i sum4(__m256i u, __m256i s) {
 
 // ---------------------------------------------------------------------------
 // AVX2: one block per half-step, its 8 lanes in `lo` (even blocks) or `hi`
-// (odd blocks) — the 16 lanes of the order in two registers.
-const int A2_ROWS = 2, A2_TOKENS = 2;
+// (odd blocks) — the 16 lanes of the order in two registers. Decode (one
+// token) takes 4 rows a tile and prefetches as the AVX-512 tiles do; 8 rows
+// would need all 16 registers for the accumulators alone.
+const int A2_ROWS = 2, A2_TOKENS = 2, A2_DECODE_ROWS = 4;
 
-INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x, int NT, int b,
-                       __m256 acc[A2_ROWS][A2_TOKENS]) {
+INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x, int NR, int NT, int b, size_t ahead,
+                       __m256 acc[A2_DECODE_ROWS][A2_TOKENS]) {
     size_t off = (size_t)b * Q8_BLOCK_BYTES;
     __m256i xv[A2_TOKENS], start[A2_TOKENS];
     __m256 dx[A2_TOKENS], xsf[A2_TOKENS];
@@ -206,7 +208,9 @@ INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x
         start[k] = _mm256_mullo_epi32(xs, _mm256_set1_epi32(-offset_of(t)));
         xsf[k] = _mm256_cvtepi32_ps(xs);
     }
-    for (int r = 0; r < A2_ROWS; r++) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        if (NT == 1) _mm_prefetch((const char*)w[r] + ahead + ((size_t)b * bytes_per_256(t) >> 3), _MM_HINT_T1);
         Block k = decode(t, w[r], b);
         __m256 sc = _mm256_set1_ps(k.scale), mn = _mm256_set1_ps(k.min);
         __m256i mul = _mm256_setr_epi32(k.mul0, k.mul0, k.mul0, k.mul0, k.mul1, k.mul1, k.mul1, k.mul1);
@@ -228,24 +232,26 @@ INLINE float hsum16(__m256 lo, __m256 hi) {
     return _mm_cvtss_f32(s);
 }
 
-INLINE void tile_avx2_n(DType t, const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks,
+INLINE void tile_avx2_n(DType t, const uint8_t* const* w, const uint8_t* const* x, int NR, int NT, int n_blocks,
                         float out[MAX_TILE][MAX_TILE]) {
-    __m256 lo[A2_ROWS][A2_TOKENS], hi[A2_ROWS][A2_TOKENS];
-    for (int r = 0; r < A2_ROWS; r++)
+    __m256 lo[A2_DECODE_ROWS][A2_TOKENS], hi[A2_DECODE_ROWS][A2_TOKENS];
+    for (int r = 0; r < NR; r++)
         for (int n = 0; n < NT; n++) lo[r][n] = hi[r][n] = _mm256_setzero_ps();
+    size_t ahead = (size_t)2 * NR * n_blocks * bytes_per_256(t) / 8;  // two tiles of rows
     for (int b = 0; b < n_blocks; b += 2) {
-        block_avx2(t, w, x, NT, b, lo);
-        if (b + 1 < n_blocks) block_avx2(t, w, x, NT, b + 1, hi);
+        block_avx2(t, w, x, NR, NT, b, ahead, lo);
+        if (b + 1 < n_blocks) block_avx2(t, w, x, NR, NT, b + 1, ahead, hi);
     }
-    for (int r = 0; r < A2_ROWS; r++)
+    for (int r = 0; r < NR; r++)
         for (int n = 0; n < NT; n++) out[r][n] = hsum16(lo[r][n], hi[r][n]);
 }
 
-// One copy per format and token count: `t` and NT constants, loops unrolled.
+// One copy per format and tile shape: `t`, NR and NT constants, loops unrolled.
 INLINE void tile_avx2_t(DType t, const uint8_t* const* w, int n_rows, const uint8_t* const* x, int n_tokens,
                         int n_blocks, float out[MAX_TILE][MAX_TILE]) {
-    if (n_tokens == 2) tile_avx2_n(t, w, x, 2, n_blocks, out);
-    else tile_avx2_n(t, w, x, 1, n_blocks, out);
+    if (n_rows == A2_DECODE_ROWS) tile_avx2_n(t, w, x, A2_DECODE_ROWS, 1, n_blocks, out);
+    else if (n_tokens == 2) tile_avx2_n(t, w, x, A2_ROWS, 2, n_blocks, out);
+    else tile_avx2_n(t, w, x, A2_ROWS, 1, n_blocks, out);
 }
 
 #define FOR_EACH_FORMAT(fn)                                                                     \
@@ -509,7 +515,7 @@ static QuantDriver driver_for(DType t, int T, int simd) {
     QuantDriver d;
 #ifdef QUANTS_AVX2
     // (Q8_0's codes of 8 bits would overflow pmaddubsw's int16 pairs.)
-    if (simd == 1 && t != DType::Q8_0) d.tile = tile_avx2, d.tile_rows = A2_ROWS, d.group = A2_TOKENS;
+    if (simd == 1 && t != DType::Q8_0) d.tile = tile_avx2, d.tile_rows = T == 1 ? A2_DECODE_ROWS : A2_ROWS, d.group = A2_TOKENS;
 #endif
 #ifdef QUANTS_AVX512
     if (simd >= 2) d.tile = tile_avx512, d.tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, d.group = A5_TOKENS;
