@@ -18,15 +18,10 @@
 set -u
 cd "$(dirname "$0")/.."
 MODEL=models/tiny
-command -v chromium >/dev/null || { echo "FAIL: chromium is not installed (make deps)"; exit 1; }
-for need in ./run "$MODEL/model.safetensors"; do
-    [ -e "$need" ] || { echo "FAIL: $need missing (make, make models)"; exit 1; }
-done
-
 . tests/server/lib.sh
+needs ./run "$MODEL/model.safetensors" chromium
 TMP=$(mktemp -d)
 trap 'stop_servers; rm -rf "$TMP"' EXIT
-ok() { echo "ok   $*"; }
 
 start_server batch --parallel 4 --report "$TMP/report.html" --trace-json "$TMP/trace.json"
 timeout 120 python3 tests/server/batching.py trace "$URL" "$TMP/got.json" || fail "the clients"

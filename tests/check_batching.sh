@@ -15,12 +15,8 @@
 set -u
 cd "$(dirname "$0")/.."
 MODEL=models/tiny
-for need in ./run "$MODEL/model.safetensors"; do
-    [ -e "$need" ] || { echo "FAIL: $need missing (make, make models)"; exit 1; }
-done
-command -v curl >/dev/null || { echo "FAIL: needs curl (make deps)"; exit 1; }
-
 . tests/server/lib.sh
+needs ./run "$MODEL/model.safetensors" curl
 TMP=$(mktemp -d)
 trap 'stop_servers; rm -rf "$TMP"' EXIT
 

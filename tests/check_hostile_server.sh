@@ -9,7 +9,8 @@
 set -u
 cd "$(dirname "$0")/.."
 MODEL=models/tiny
-[ -e "$MODEL/model.safetensors" ] || { echo "FAIL: $MODEL missing (make models)"; exit 1; }
+. tests/server/lib.sh
+needs ./run "$MODEL/model.safetensors"
 TMP=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -17,7 +18,6 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' E
 ./run "$MODEL" "Hi" -n 12 -t 0 --no-gen-config --threads 1 --json >"$TMP/cli.json" 2>/dev/null || { echo "FAIL: ./run --json"; exit 1; }
 expected=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"], end="")' "$TMP/cli.json")
 
-. tests/server/lib.sh
 serve "$TMP/server.log" "$MODEL" --threads 1 --queue 4 --no-gen-config
 pid=$SERVER port=$PORT
 [ -n "$port" ] || { cat "$TMP/server.log"; echo "FAIL: the server did not start"; exit 1; }

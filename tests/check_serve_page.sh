@@ -11,12 +11,8 @@
 set -u
 cd "$(dirname "$0")/.."
 MODEL=models/tiny
-command -v chromium >/dev/null || { echo "FAIL: chromium is not installed (make deps)"; exit 1; }
-for need in ./run "$MODEL/model.safetensors"; do
-    [ -e "$need" ] || { echo "FAIL: $need missing (make, make models)"; exit 1; }
-done
-
 . tests/server/lib.sh
+needs ./run "$MODEL/model.safetensors" chromium
 TMP=$(mktemp -d)
 OTHERS=""
 cleanup() {
@@ -26,7 +22,6 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-ok() { echo "ok   $*"; }
 
 serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 --no-gen-config || fail "the server did not start"
 

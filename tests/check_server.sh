@@ -14,15 +14,11 @@
 set -u
 cd "$(dirname "$0")/.."
 MODEL=models/tiny
-for need in ./run "$MODEL/model.safetensors" tools/node_modules/openai; do
-    [ -e "$need" ] || { echo "FAIL: $need missing (make, make models, make deps)"; exit 1; }
-done
-command -v curl >/dev/null && command -v node >/dev/null || { echo "FAIL: needs curl and node (make deps)"; exit 1; }
 
 . tests/server/lib.sh
+needs ./run "$MODEL/model.safetensors" tools/node_modules/openai curl node
 TMP=$(mktemp -d)
 trap 'stop_servers; rm -rf "$TMP"' EXIT
-ok() { echo "ok   $*"; }
 
 # post PATH BODY: prints the status code; the body lands in $TMP/body.
 post() { curl -s --max-time 60 -o "$TMP/body" -w '%{http_code}' "$URL$1" -H 'Content-Type: application/json' --data-binary "$2"; }

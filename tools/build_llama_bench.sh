@@ -8,25 +8,37 @@
 # The source comes from the npm package node-llama-cpp (pinned 3.21.1), which
 # ships llama.cpp's source as a git bundle. About 3.5 minutes on 2 cores.
 #   bash tools/build_llama_bench.sh        -> build/llama.cpp/bin/llama-bench, llama-batched-bench
+#   bash tools/build_llama_bench.sh avx2   -> build/llama.cpp-avx2/bin/...: built for AVX2 + FMA + F16C
+#       only, whatever this CPU has, to set beside `./run bench --kernels avx2` (the AVX2 code of both
+#       engines on one machine; an AVX2-only CPU also differs in clock, caches and bandwidth)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/llama.cpp
+ISA=(-DGGML_NATIVE=ON)
+case "${1:-native}" in
+    native) ;;
+    avx2) OUT=build/llama.cpp-avx2
+          ISA=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+               -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF) ;;
+    *) echo "build_llama_bench: unknown build '$1' (native or avx2)" >&2; exit 1 ;;
+esac
 BIN=$OUT/bin/llama-bench
 if [ -x "$BIN" ] && [ -x "$OUT/bin/llama-batched-bench" ]; then echo "$BIN (already built)"; exit 0; fi
 for tool in git cmake npm; do
     command -v $tool >/dev/null || { echo "build_llama_bench: '$tool' is not installed" >&2; exit 1; }
 done
 mkdir -p "$OUT"
-BUNDLE=$OUT/npm/node_modules/node-llama-cpp/llama/gitRelease.bundle
+NPM=build/llama.cpp/npm  # one copy of the source package for both builds
+BUNDLE=$NPM/node_modules/node-llama-cpp/llama/gitRelease.bundle
 if [ ! -f "$BUNDLE" ]; then
     echo "fetching node-llama-cpp@3.21.1 from npm (its source bundle) ..."
-    mkdir -p "$OUT/npm"
-    (cd "$OUT/npm" && npm i -E --no-save --no-audit --no-fund --ignore-scripts node-llama-cpp@3.21.1 >/dev/null)
+    mkdir -p "$NPM"
+    (cd "$NPM" && npm i -E --no-save --no-audit --no-fund --ignore-scripts node-llama-cpp@3.21.1 >/dev/null)
 fi
 [ -f "$BUNDLE" ] || { echo "build_llama_bench: $BUNDLE missing after npm install" >&2; exit 1; }
 rm -rf "$OUT/src"
 git clone -q "$BUNDLE" "$OUT/src"
-cmake -S "$OUT/src" -B "$OUT/cmake" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON \
+cmake -S "$OUT/src" -B "$OUT/cmake" -DCMAKE_BUILD_TYPE=Release "${ISA[@]}" -DGGML_OPENMP=ON \
       -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
 nice cmake --build "$OUT/cmake" --target llama-bench llama-batched-bench -j "${JOBS:-2}" >/dev/null
 mkdir -p "$OUT/bin"

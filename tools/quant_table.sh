@@ -9,10 +9,10 @@
 # For each type: the model written by `./run convert` (build/quant_table/,
 # kept between runs); its size; prefill tok/s of a PROMPT-token prompt and
 # decode tok/s over DECODE tokens, from `./run bench FILE --quant file` (the
-# file's own mix of types); and the error the way tools/q8_error.sh measures
-# it: the logits at every position of a 32-token batch against the bf16
-# folder's, as RMSE / std of the bf16 logits (normalized RMSE), and how often
-# the two agree on the top token. Speeds move with whatever else runs on the
+# file's own mix of types); and its error, from tools/variant_error.sh: the
+# logits at every position of a 32-token batch against the bf16 folder's, as
+# RMSE / std of the bf16 logits (normalized RMSE), and how often the two
+# agree on the top token. Speeds move with whatever else runs on the
 # machine: the script prints the load average beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,11 +22,6 @@ PROMPT=${PROMPT:-64} DECODE=${DECODE:-16} REPS=${REPS:-1} THREADS=${THREADS:-2}
 [ -d "$model" ] || { echo "error: $model: no such model folder" >&2; exit 1; }
 out=build/quant_table
 mkdir -p $out
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-vocab=$(/usr/bin/python3 -c "import json; print(json.load(open('$model/config.json'))['vocab_size'])")
-tokens=$(seq 1 32 | awk '{ printf "%s%d", (NR > 1 ? "," : ""), ($1 * 7919 + 104729) % 151000 }')
-./run fwd "$model" --tokens "$tokens" --all --dump "$tmp/ref.bin" --threads "$THREADS" >/dev/null 2>&1
 
 echo "model      $model; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $THREADS threads"
 echo "speed      ./run bench FILE --quant file --prompts $PROMPT --decode $DECODE --reps $REPS"
@@ -42,16 +37,8 @@ for t in $types; do
     row=$(./run bench "$f" --quant file --prompts "$PROMPT" --decode "$DECODE" --reps "$REPS" --threads "$THREADS" \
           --llama none 2>/dev/null | awk '$1 == "file"')
     pp=$(echo "$row" | awk '{ print $4 }') tg=$(echo "$row" | awk '{ print $5 }')
-    ./run fwd "$f" --tokens "$tokens" --all --dump "$tmp/q.bin" --threads "$THREADS" >/dev/null 2>&1
-    err=$(/usr/bin/python3 - "$tmp" "$vocab" <<'EOF'
-import sys
-import numpy as np
-tmp, vocab = sys.argv[1], int(sys.argv[2])
-a = np.fromfile(tmp + "/ref.bin", dtype=np.float32).reshape(-1, vocab).astype(np.float64)
-b = np.fromfile(tmp + "/q.bin", dtype=np.float32).reshape(-1, vocab).astype(np.float64)
-print("%.3f %.0f%%" % (np.sqrt(((a - b) ** 2).mean()) / a.std(), 100 * (a.argmax(1) == b.argmax(1)).mean()))
-EOF
-)
+    err=$(tools/variant_error.sh -n 0 -p 32 "$model" --threads "$THREADS" -- "$f" --threads "$THREADS" |
+          sed -nE 's/.*nRMSE ([0-9.]+);.*top-1 agree ([0-9]+%).*/\1 \2/p')
     printf "%-7s %9.0f %8.2f %12s %12s %7s %6s %6s\n" "$t" "$(echo "$bytes / 1000000" | bc -l)" \
         "$(echo "$bytes * 8 / $params" | bc -l)" "$pp" "$tg" ${err} "$load"
 done

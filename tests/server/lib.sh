@@ -6,6 +6,21 @@
 # cleanup that kills them all), PORT and URL. Returns 1 if the server
 # exited or never said it was listening; LOG says why.
 PIDS=${PIDS:-}
+
+# needs THING...: what a check cannot run without. A path (./run, a model's
+# file, a node package) must exist; a bare word is a program on PATH. The
+# first one missing fails the check with the command that provides it.
+needs() {
+    local t
+    for t in "$@"; do
+        case "$t" in
+            */*) [ -e "$t" ] || { echo "FAIL: $t missing (make, make models, make deps)"; exit 1; } ;;
+            *) command -v "$t" >/dev/null || { echo "FAIL: $t is not installed (make deps)"; exit 1; } ;;
+        esac
+    done
+}
+ok() { echo "ok   $*"; }
+
 serve() {
     local log=$1; shift
     ./run serve "$@" --port 0 2>"$log" &
