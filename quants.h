@@ -18,7 +18,8 @@ int dtype_block_bytes(DType t);
 // Bytes of one row of n weights (n a multiple of the block size).
 size_t dtype_row_bytes(DType t, int n);
 // The 4-, 5- and 6-bit formats, whose matrix products live in quants*.cpp
-// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp).
+// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp, but
+// under AVX-512 it runs in quants_fast.cpp too: kernels.cpp:matmul).
 bool dtype_is_low_bit(DType t);
 // llama-quantize's fallback for a row the block does not divide:
 // Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
