@@ -126,6 +126,10 @@ $(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
 $(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
 
+# One matrix product's speed at the 0.5B shapes (not part of `all`; book/11-performance.md).
+$(BUILD)/matmul_speed: tools/matmul_speed.cpp $(ENGINE_OBJS) | $(BUILD)
+	$(CXX) $(CXXFLAGS) -I. -o $@ tools/matmul_speed.cpp $(ENGINE_OBJS) $(LDLIBS)
+
 $(BUILD):
 	@mkdir -p $(BUILD)
 

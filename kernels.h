@@ -64,16 +64,24 @@ struct SimdKernels {
     // in order of j (one fma per row): the weighted sum of attention's value rows, a block at a time
     void (*axpy)(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n);
     void (*exp_shift)(float* x, float m, int n);  // x[i] = exp(x[i] - m), x[i] <= m: kernels_fast.cpp's polynomial
+    // bf16dot only (nullptr in the other sets): bf16 weights times
+    // activations that the driver rounded to bf16 once per matmul
+    // (round_bf16: f32_to_bf16_daz of each value), not once per tile, so the
+    // tile loads half the bytes and converts nothing.
+    void (*round_bf16)(const float* x, uint16_t* out, int n);
+    void (*tile_bf16)(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
+                      float out[MAX_TILE][MAX_TILE]);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
-// is how many cache lines are on their way from memory at once, and the
-// hardware prefetcher, which follows each row, starts afresh at every 4 KB
-// page. So the SIMD tiles, for one token, also ask for the same columns
-// PREFETCH_ROWS rows further on (rows lie one after another: two tiles
-// ahead), early enough that they arrive before they are needed. A prefetch
-// never faults, past the matrix's end included, and changes no result.
-// Measured on one core of the Zen 5 machine: bf16 13 -> 16-18 GB/s, Q8_0
-// 12 -> 16 GB/s (book/11-performance.md).
+// is how many cache lines are on their way from memory at once. The float
+// tiles read a tile's rows one after another for one token (one stream,
+// which the hardware prefetcher follows; kernels_avx512.cpp:tile_dt). The
+// Q8_0 tiles read their rows side by side, several streams, and for one
+// token also ask for the same columns PREFETCH_ROWS rows further on (rows
+// lie one after another: two tiles ahead), early enough that they arrive
+// before they are needed. A prefetch never faults, past the matrix's end
+// included, and changes no result. Measured on one core of the Zen 5
+// machine: Q8_0 12 -> 16 GB/s (book/11-performance.md).
 const int PREFETCH_ROWS = 8;
 static inline void prefetch_ahead(const uint8_t* p, size_t row_bytes) {
     __builtin_prefetch((const void*)((uintptr_t)p + PREFETCH_ROWS * row_bytes));

@@ -67,7 +67,6 @@ const int ROWS = 3, TOKENS = 2;
 INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
                    float out[MAX_TILE][MAX_TILE]) {
     __m256 lo[ROWS][TOKENS], hi[ROWS][TOKENS];
-    const int esize = dt == DType::F32 ? 4 : 2;  // bytes per weight
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
@@ -82,7 +81,6 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
-            if (NT == 1) prefetch_ahead(w[r] + (size_t)c * esize, (size_t)cols * esize);  // kernels.h
             __m256 wv = load8(dt, w[r], c);
             __asm__("" : "+x"(wv));
 #pragma GCC unroll 4
@@ -302,5 +300,5 @@ static void exp_shift_avx2(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2};
+                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr};
 #endif  // __x86_64__

@@ -70,7 +70,6 @@ const int ROWS = 4, TOKENS = 6;
 INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
                    float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[ROWS][TOKENS];
-    const int esize = dt == DType::F32 ? 4 : 2;  // bytes per weight
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 8
@@ -85,7 +84,6 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++) {
-            if (NT == 1) prefetch_ahead(w[r] + (size_t)c * esize, (size_t)cols * esize);  // kernels.h
             __m512 wv = load16(dt, w[r], c);
             __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
@@ -196,20 +194,27 @@ static void axpy_avx512(float* y, const float* alpha, const uint8_t* x, size_t s
 // per instruction, and the weights need no widening. The price: each
 // activation loses its low 16 bits (8 significant bits remain), where the
 // default set multiplies the bf16 weight by the full f32 activation. This
-// is what llama.cpp does for bf16 weights. The activations are rounded in
-// the tile (vcvtne2ps2bf16, 32 at a time), once per token per step, and
-// serve all the tile's rows: so this tile is 8 rows x 3 tokens (24
-// accumulators, 3 activations, 1 weight), 3 conversions per 24 dot steps;
-// measured single-threaded on a 4864 x 896 matrix, 128 tokens (Zen 5, best
-// of 40, shared machine): 8 x 3 up to 205 GFLOP/s, 6 x 4 187, 4 x 6 151,
-// the avx512 f32 tile 153. Other weight types take the avx512 tiles above,
-// ROWS rows at a time. kernels_fast.cpp:dot_bf16dot_scalar is the scalar twin.
-INLINE __m512bh x_bf16(const float* x, int c, __mmask16 lo = 0xFFFF, __mmask16 hi = 0xFFFF) {
-    return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + c + 16), _mm512_maskz_loadu_ps(lo, x + c));
+// is what llama.cpp does for bf16 weights. The activations are rounded
+// once per matmul, before the tiles (round_bf16_avx512: vcvtne2ps2bf16, 32
+// at a time; kernels_fast.cpp:matmul_fast), so a tile loads 64 bytes per
+// token and step and converts nothing; rounded inside the tile instead,
+// each token's values were converted again for every tile of rows, 3
+// conversions per 24 dot steps. The tile is 8 rows x 3 tokens (24
+// accumulators, 3 activations, 1 weight). Other weight types take the
+// avx512 tiles above, ROWS rows at a time. kernels_fast.cpp:dot_bf16dot_scalar
+// is the scalar twin.
+static void round_bf16_avx512(const float* x, uint16_t* out, int n) {
+    int i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm512_storeu_si512(out + i, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(out + i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i)));
+    }
 }
 
 const int BF_ROWS = 8, BF_TOKENS = 3;
-INLINE void tile_bf16_n(const uint8_t* const* w, const float* const* x, int NT, int cols,
+INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int NT, int cols,
                         float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[BF_ROWS][BF_TOKENS];
 #pragma GCC unroll 8
@@ -221,7 +226,7 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const float* const* x, int NT, 
         __m512bh xv[BF_TOKENS];
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) {
-            xv[t] = x_bf16(x[t], c);
+            xv[t] = (__m512bh)_mm512_loadu_si512(x[t] + c);
             __asm__("" : "+v"(xv[t]));
         }
 #pragma GCC unroll 8
@@ -233,15 +238,15 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const float* const* x, int NT, 
         }
     }
     if (c < cols) {  // the same step once more, zero-padded by the masks
-        int rem = cols - c;
-        __mmask32 mw = (__mmask32)((1ull << rem) - 1);
-        __mmask16 lo = rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1);
-        __mmask16 hi = rem > 16 ? (__mmask16)((1u << (rem - 16)) - 1) : (__mmask16)0;
+        __mmask32 mw = (__mmask32)((1ull << (cols - c)) - 1);
+        __m512bh xv[BF_TOKENS];
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; t++) xv[t] = (__m512bh)_mm512_maskz_loadu_epi16(mw, x[t] + c);
 #pragma GCC unroll 8
         for (int r = 0; r < BF_ROWS; r++) {
             __m512i wv = _mm512_maskz_loadu_epi16(mw, (const uint16_t*)w[r] + c);
 #pragma GCC unroll 8
-            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, x_bf16(x[t], c, lo, hi));
+            for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, xv[t]);
         }
     }
 #pragma GCC unroll 8
@@ -250,12 +255,14 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const float* const* x, int NT, 
         for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
 }
 
-static void tile_bf16dot(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+// f32 and f16 weights in the bf16dot set: the avx512 tiles, ROWS rows at a time.
+static void tile_bf16dot_other(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                               float out[MAX_TILE][MAX_TILE]) {
+    for (int r = 0; r < BF_ROWS; r += ROWS) tile_avx512(dt, w + r, x, n_tokens, cols, out + r);
+}
+
+static void tile_bf16dot(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
                          float out[MAX_TILE][MAX_TILE]) {
-    if (dt != DType::BF16) {  // the avx512 tiles, ROWS rows at a time
-        for (int r = 0; r < BF_ROWS; r += ROWS) tile_avx512(dt, w + r, x, n_tokens, cols, out + r);
-        return;
-    }
     switch (n_tokens) {  // at most BF_TOKENS
         case 3: tile_bf16_n(w, x, 3, cols, out); break;
         case 2: tile_bf16_n(w, x, 2, cols, out); break;
@@ -297,7 +304,9 @@ static void exp_shift_avx512(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
-                                    tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512};
+                                    tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512,
+                                    nullptr, nullptr};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
-                                            tile_bf16dot, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512};
+                                            tile_bf16dot_other, nullptr, dot_avx512, axpy_avx512,
+                                            exp_shift_avx512, round_bf16_avx512, tile_bf16dot};
 #endif  // __x86_64__

@@ -272,6 +272,9 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         matmul_many(gate_up, 2, xn, T);
         WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
         WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
+        // One exp per value, T x 4864 of them in a prefill: threads over the
+        // tokens (each value on its own, so the same bits on any thread count).
+        #pragma omp parallel for schedule(static) if (T > 1)
         for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
         WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
         matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]

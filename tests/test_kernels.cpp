@@ -259,6 +259,41 @@ TEST_CASE("bf16dot: vdpbf16ps tiles bitwise equal to their scalar twin, and plai
 #endif
 }
 
+// Prefill takes the tokens in blocks whose activations fit in L2
+// (kernels_fast.cpp: PREFILL_BLOCK_BYTES): at 4864 columns a block is a
+// dozen tokens or fewer, so 29 and 40 tokens make several blocks and a last
+// one that is not a whole number of tiles; 4867 columns end in a partial
+// step. Every set must still give the scalar twin's bits, each token those
+// it gets alone, at 1 to 3 threads; bf16dot its own twin's.
+TEST_CASE("matmul over several token blocks (prefill's cache blocking): every SIMD set bitwise equal to the scalar twin") {
+    std::mt19937 rng(31);
+    struct Case { DType dt; int cols; };
+    for (Case cs : {Case{DType::BF16, 4864}, Case{DType::BF16, 4867}, Case{DType::F32, 4867}, Case{DType::Q8_0, 4864}})
+        for (int T : {29, 40}) {
+            std::string type = dtype_name(cs.dt);
+            CAPTURE(type);
+            CAPTURE(cs.cols);
+            CAPTURE(T);
+            TestMat W = random_mat(cs.dt, 13, cs.cols, rng);
+            std::vector<float> x = random_vec((size_t)T * cs.cols, rng), bias = random_vec(13, rng);
+            std::vector<float> want = run_matmul(KernelSet::Scalar, 1, x, W.m, bias.data(), T);
+            check_sets_equal(x, W.m, bias.data(), T, want);
+            for (KernelSet set : simd_sets()) {
+                std::string name = kernel_set_name(set);
+                CAPTURE(name);
+                CHECK(bitwise_equal(run_matmul(set, 3, x, W.m, bias.data(), T), want));
+            }
+#if defined(__x86_64__)  // bf16dot against its own twin (x86-64 builds only)
+            if (cs.dt != DType::BF16 || !cpu_has_avx512()) continue;
+            std::vector<float> twin = run_matmul_with(BF16DOT_SCALAR_KERNELS, 1, x, W.m, bias.data(), T);
+            for (int threads : {1, 2, 3}) {
+                CAPTURE(threads);
+                CHECK(bitwise_equal(run_matmul_with(AVX512_BF16DOT_KERNELS, threads, x, W.m, bias.data(), T), twin));
+            }
+#endif
+        }
+}
+
 TEST_CASE("f32_to_bf16_daz: nearest-even like f32_to_bf16, subnormals to a zero of their sign") {
     CHECK(f32_to_bf16_daz(1.0f) == 0x3f80);
     CHECK(f32_to_bf16_daz(1.00390625f) == 0x3f80);  // 1 + 2^-8: halfway, to even

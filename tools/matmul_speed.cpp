@@ -1,0 +1,71 @@
+// matmul_speed.cpp — GFLOP/s of one matrix product at the 0.5B model's
+// shapes, bf16 weights, for a batch of T tokens (prefill). `./run bench`
+// times the whole forward pass; this isolates matmul, so a change to the
+// prefill tiles or their loop order can be measured without attention,
+// norms and threads waiting for each other in the way.
+//   make build/matmul_speed
+//   build/matmul_speed [--kernels avx512] [--threads 2] [--tokens 128] [--reps 5]
+// Prints, per shape, the best of `reps` runs. The weights are random bf16,
+// the activations random f32: only the time is of interest here.
+#include "kernels.h"
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+static void run(int argc, char** argv) {
+    std::string set = "avx512";
+    int threads = 2, T = 128, reps = 5;
+    for (int i = 1; i < argc; i += 2) {
+        std::string a = argv[i];
+        if (i + 1 == argc) fail("matmul_speed: %s needs a value", a.c_str());
+        if (a == "--kernels") set = argv[i + 1];
+        else if (a == "--threads") threads = atoi(argv[i + 1]);
+        else if (a == "--tokens") T = atoi(argv[i + 1]);
+        else if (a == "--reps") reps = atoi(argv[i + 1]);
+        else fail("matmul_speed: unknown flag %s", a.c_str());
+    }
+    int found = -1;
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        if (set == KERNEL_SETS[i].name) found = i;
+    if (found < 0) fail("matmul_speed: --kernels %s is not a kernel set (./run --help lists them)", set.c_str());
+    if (T < 1 || reps < 1) fail("matmul_speed: --tokens and --reps must be at least 1");
+    kernels_init(KERNEL_SETS[found].set, threads);
+    struct Shape { const char* name; int rows, cols; } shapes[] = {
+        {"q 896x896", 896, 896}, {"k 128x896", 128, 896}, {"o 896x896", 896, 896},
+        {"gate 4864x896", 4864, 896}, {"down 896x4864", 896, 4864}};
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x((size_t)T * 4864), out((size_t)T * 4864);
+    for (auto& v : x) v = nd(rng);
+    double total_flop = 0, total_s = 0;
+    printf("%s, %d threads, %d tokens\n", kernel_path_name(), threads, T);
+    for (auto& s : shapes) {
+        std::vector<uint16_t> w((size_t)s.rows * s.cols);
+        for (auto& v : w) v = f32_to_bf16(nd(rng) * 0.05f);
+        Mat W;
+        W.dtype = DType::BF16, W.rows = s.rows, W.cols = s.cols, W.data = w.data();
+        double best = 1e30;
+        for (int r = 0; r < reps; r++) {
+            auto t0 = std::chrono::steady_clock::now();
+            matmul(out.data(), x.data(), W, nullptr, T);
+            double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            best = std::min(best, dt);
+        }
+        double flop = 2.0 * s.rows * s.cols * T;
+        total_flop += flop, total_s += best;
+        printf("  %-14s %7.1f GFLOP/s  %7.3f ms\n", s.name, flop / best * 1e-9, best * 1e3);
+    }
+    printf("  %-14s %7.1f GFLOP/s\n", "all", total_flop / total_s * 1e-9);
+}
+
+int main(int argc, char** argv) {
+    try {
+        run(argc, argv);
+    } catch (const LanternError& e) {
+        fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}
