@@ -113,25 +113,36 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
     }
 }
 
-void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    // GGUF's 4/5/6-bit formats: quants.cpp, quants_fast.cpp. Q8_0 too under
-    // AVX-512: the same order and bits as kernels_fast.cpp's (quants.h).
-    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && quant_simd_for(g_kernels.simd->name) == 2;
-    if (dtype_is_low_bit(W.dtype) || q8_here) {
-        if (g_kernels.simd) matmul_quant_fast(out, x, W, bias, T, quant_simd_for(g_kernels.simd->name));
-        else matmul_quant_plain(out, x, W, bias, T);
-        return;
-    }
-    MatmulOut one = {out, &W, bias};
-    if (g_kernels.simd) matmul_fast(&one, 1, x, T, *g_kernels.simd);
-    else matmul_plain(out, x, W, bias, T);
+// Which driver multiplies W: GGUF's 4/5/6-bit formats go to quants.cpp,
+// quants_fast.cpp; so does Q8_0 when the kernel set has no Q8_0 tile of its
+// own (AVX-512: quants_fast.cpp's VNNI tiles, the same order and bits as
+// kernels_fast.cpp's, quants.h). Everything else to kernels_fast.cpp.
+static bool goes_to_quants(const Mat& W) {
+    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && !g_kernels.simd->tile_q8;
+    return dtype_is_low_bit(W.dtype) || q8_here;
 }
 
+void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    MatmulOut one = {out, &W, bias};
+    matmul_many(&one, 1, x, T);
+}
+
+// One parallel loop for the whole list when one driver takes every matrix;
+// a list that mixes drivers (or plain) goes one product after another.
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T) {
-    bool each = !g_kernels.simd;  // plain, or a low-bit matrix (its own driver): one product after another
-    for (int i = 0; i < n; i++) each = each || dtype_is_low_bit(outs[i].W->dtype);
-    if (!each) return matmul_fast(outs, n, x, T, *g_kernels.simd);
-    for (int i = 0; i < n; i++) matmul(outs[i].out, x, *outs[i].W, outs[i].bias, T);
+    int quant = 0;
+    for (int i = 0; i < n; i++) quant += goes_to_quants(*outs[i].W);
+    if (g_kernels.simd && quant == n) return matmul_quant_fast_many(outs, n, x, T, quant_simd_for(g_kernels.simd->name));
+    if (g_kernels.simd && quant == 0) return matmul_fast(outs, n, x, T, *g_kernels.simd);
+    for (int i = 0; i < n; i++) {
+        const Mat& W = *outs[i].W;
+        if (!g_kernels.simd) {
+            if (dtype_is_low_bit(W.dtype)) matmul_quant_plain(outs[i].out, x, W, outs[i].bias, T);
+            else matmul_plain(outs[i].out, x, W, outs[i].bias, T);
+        } else {
+            matmul_many(&outs[i], 1, x, T);
+        }
+    }
 }
 
 // Attention's dot product and weighted sum, the plain loops.

@@ -55,6 +55,8 @@ struct SimdKernels {
     // n_tokens <= tile_tokens (the last tokens of a batch come as a smaller tile)
     void (*tile)(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
                  float out[MAX_TILE][MAX_TILE]);
+    // nullptr (AVX-512): Q8_0 runs in quants_fast.cpp's VNNI tiles instead,
+    // in the same order and bits (kernels.cpp:matmul chooses)
     void (*tile_q8)(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
                     float out[MAX_TILE][MAX_TILE]);
     float (*dot)(const float* a, const uint8_t* b, DType bt, int n);  // one attention score

@@ -125,86 +125,10 @@ static void tile_avx512(DType dt, const uint8_t* const* w, const float* const* x
     else tile_dt(DType::F32, w, x, n_tokens, cols, out);
 }
 
-// Q8_0 with VNNI. One step takes two blocks (b even, b+1) of a row into one
-// register: block b's 32 bytes in the low half, block b+1's in the high half.
-// vpdpbusd(acc, u, s) adds, to each int32 lane j, u[4j]*s[4j] + ... +
-// u[4j+3]*s[4j+3] with u unsigned and s signed bytes: lane j (0-7) is then
-// bytes 4j..4j+3 of block b, lane 8+j those of block b+1 — the order's lanes.
-// Both operands are signed here, so the activations are shifted to unsigned,
-// u = x + 128 (flipping the top bit), and the extra 128 * sum(w) is taken off
-// first: the accumulator starts at -vpdpbusd(0, 128, w), computed once per
-// row and step for all tokens. Every step is exact integer arithmetic.
-// Then, as in the order, fma((float)sum, d_w * d_x, lane).
-INLINE __m512i load_2blocks(const uint8_t* p, bool both) {
-    __m256i lo = _mm256_loadu_si256((const __m256i*)(p + 2));
-    if (!both) return _mm512_zextsi256_si512(lo);
-    __m256i hi = _mm256_loadu_si256((const __m256i*)(p + Q8_BLOCK_BYTES + 2));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-INLINE float scale(const uint8_t* block) {
-    uint16_t h;
-    std::memcpy(&h, block, 2);
-    return _cvtsh_ss(h);
-}
-
-// [scale of block b] x 8, [scale of block b+1 (or 0)] x 8
-INLINE __m512 scales_2blocks(const uint8_t* p, bool both) {
-    float hi = both ? scale(p + Q8_BLOCK_BYTES) : 0.0f;
-    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(scale(p)), 0xFF00, _mm_set_ss(hi));
-}
-
-const int Q8_ROWS = 4, Q8_TOKENS = 4;
-INLINE void q8_step(const uint8_t* const* w, const uint8_t* const* x, int NT, size_t off, bool both, size_t row_bytes,
-                    __m512 acc[Q8_ROWS][Q8_TOKENS]) {
-    const __m512i top = _mm512_set1_epi8((char)0x80);
-    __m512i xu[Q8_TOKENS];
-    __m512 dx[Q8_TOKENS];
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; t++) {
-        xu[t] = _mm512_xor_si512(load_2blocks(x[t] + off, both), top);
-        dx[t] = scales_2blocks(x[t] + off, both);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < Q8_ROWS; r++) {
-        if (NT == 1) prefetch_ahead(w[r] + off, row_bytes);
-        __m512i wq = load_2blocks(w[r] + off, both);
-        __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), top, wq));
-        __m512 dw = scales_2blocks(w[r] + off, both);
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) {
-            __m512i s = _mm512_dpbusd_epi32(start, xu[t], wq);
-            acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
-        }
-    }
-}
-
-INLINE void tile_q8_n(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks,
-                      float out[MAX_TILE][MAX_TILE]) {
-    __m512 acc[Q8_ROWS][Q8_TOKENS];
-#pragma GCC unroll 8
-    for (int r = 0; r < Q8_ROWS; r++)
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
-    int b = 0;
-    size_t row_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES;
-    for (; b + 2 <= n_blocks; b += 2) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, true, row_bytes, acc);
-    if (b < n_blocks) q8_step(w, x, NT, (size_t)b * Q8_BLOCK_BYTES, false, row_bytes, acc);
-#pragma GCC unroll 8
-    for (int r = 0; r < Q8_ROWS; r++)
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
-}
-
-static void tile_q8_avx512(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
-                           float out[MAX_TILE][MAX_TILE]) {
-    switch (n_tokens) {
-        case 4: tile_q8_n(w, x, 4, n_blocks, out); break;
-        case 3: tile_q8_n(w, x, 3, n_blocks, out); break;
-        case 2: tile_q8_n(w, x, 2, n_blocks, out); break;
-        default: tile_q8_n(w, x, 1, n_blocks, out); break;
-    }
-}
+// Q8_0: no tile here. Its VNNI tiles are quants_fast.cpp's, which take
+// every block format in the one order of quants.cpp:dot_quant_q8 (for Q8_0
+// the bits of this file's order) with 8-row decode tiles and prefetch;
+// kernels.cpp:matmul sends Q8_0 there when a set's tile_q8 is empty.
 
 // Attention: q . k for one key, and y += alpha * v.
 INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
@@ -379,10 +303,10 @@ static void exp_shift_avx512(float* x, float m, int n) {
 #pragma GCC pop_options
 #endif
 
-const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                    tile_avx512, tile_q8_avx512, dot_avx512, axpy_avx512, exp_shift_avx512,
+const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
+                                    tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512,
                                     nullptr, nullptr};
-const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, Q8_ROWS, Q8_TOKENS,
-                                            tile_bf16dot_other, tile_q8_avx512, dot_avx512, axpy_avx512,
+const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
+                                            tile_bf16dot_other, nullptr, dot_avx512, axpy_avx512,
                                             exp_shift_avx512, round_bf16_avx512, tile_bf16dot};
 #endif  // __x86_64__

@@ -355,6 +355,7 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
     for (int m = 0; m < n; m++) {
         const Mat& W = *outs[m].W;
         bool q8 = W.dtype == DType::Q8_0;
+        if (q8 && !k.tile_q8) fail("matmul_fast: the %s set has no Q8_0 tile (kernels.cpp:matmul sends Q8_0 to quants_fast.cpp)", k.name);
         if (q8 && !xq) xq = quantize_activations(x, T, W.cols);
         if (W.dtype == DType::BF16 && k.tile_bf16 && !xb) xb = round_activations(x, T, W.cols, k);
         int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;

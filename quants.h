@@ -18,7 +18,8 @@ int dtype_block_bytes(DType t);
 // Bytes of one row of n weights (n a multiple of the block size).
 size_t dtype_row_bytes(DType t, int n);
 // The 4-, 5- and 6-bit formats, whose matrix products live in quants*.cpp
-// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp).
+// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp, but
+// under AVX-512 it runs in quants_fast.cpp too: kernels.cpp:matmul).
 bool dtype_is_low_bit(DType t);
 // llama-quantize's fallback for a row the block does not divide:
 // Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
@@ -65,9 +66,12 @@ float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
 // The fast twins, threads over tiles of rows x tokens (quants_fast.cpp).
 // simd 0: the reference itself; 1: AVX2; 2: AVX-512 VNNI — bitwise equal.
 // Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give
-// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 the decode tiles
-// here (8 rows, prefetch) serve them too (kernels.cpp:matmul).
+// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 these tiles are
+// the only Q8_0 kernel (8-row decode tiles, prefetch; kernels.cpp:matmul).
 void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
+// Several matrices of the same width times the same x in one parallel loop
+// (kernels.h:matmul_many), each output with the bits of matmul_quant_fast.
+void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, int simd);
 // The best `simd` this build can run (0, 1 or 2), and the one that matches
 // a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
 int quant_simd_level();

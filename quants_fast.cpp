@@ -54,7 +54,8 @@ int quant_simd_level() {
 }
 
 int quant_simd_for(const char* name) {
-    int want = !strcmp(name, "avx512") ? 2 : !strcmp(name, "avx2") ? 1 : 0;
+    // "avx512+bf16dot" changes only bf16 weights: the integer tiles are avx512's
+    int want = !strncmp(name, "avx512", 6) ? 2 : !strcmp(name, "avx2") ? 1 : 0;
     return std::min(want, quant_simd_level());
 }
 
@@ -190,11 +191,13 @@ INLINE __m256i sum4(__m256i u, __m256i s) {
 
 // ---------------------------------------------------------------------------
 // AVX2: one block per half-step, its 8 lanes in `lo` (even blocks) or `hi`
-// (odd blocks) — the 16 lanes of the order in two registers.
-const int A2_ROWS = 2, A2_TOKENS = 2;
+// (odd blocks) — the 16 lanes of the order in two registers. Decode (one
+// token) takes 4 rows a tile and prefetches as the AVX-512 tiles do; 8 rows
+// would need all 16 registers for the accumulators alone.
+const int A2_ROWS = 2, A2_TOKENS = 2, A2_DECODE_ROWS = 4;
 
-INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x, int NT, int b,
-                       __m256 acc[A2_ROWS][A2_TOKENS]) {
+INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x, int NR, int NT, int b, size_t ahead,
+                       __m256 acc[A2_DECODE_ROWS][A2_TOKENS]) {
     size_t off = (size_t)b * Q8_BLOCK_BYTES;
     __m256i xv[A2_TOKENS], start[A2_TOKENS];
     __m256 dx[A2_TOKENS], xsf[A2_TOKENS];
@@ -205,7 +208,9 @@ INLINE void block_avx2(DType t, const uint8_t* const* w, const uint8_t* const* x
         start[k] = _mm256_mullo_epi32(xs, _mm256_set1_epi32(-offset_of(t)));
         xsf[k] = _mm256_cvtepi32_ps(xs);
     }
-    for (int r = 0; r < A2_ROWS; r++) {
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        if (NT == 1) _mm_prefetch((const char*)w[r] + ahead + ((size_t)b * bytes_per_256(t) >> 3), _MM_HINT_T1);
         Block k = decode(t, w[r], b);
         __m256 sc = _mm256_set1_ps(k.scale), mn = _mm256_set1_ps(k.min);
         __m256i mul = _mm256_setr_epi32(k.mul0, k.mul0, k.mul0, k.mul0, k.mul1, k.mul1, k.mul1, k.mul1);
@@ -227,24 +232,26 @@ INLINE float hsum16(__m256 lo, __m256 hi) {
     return _mm_cvtss_f32(s);
 }
 
-INLINE void tile_avx2_n(DType t, const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks,
+INLINE void tile_avx2_n(DType t, const uint8_t* const* w, const uint8_t* const* x, int NR, int NT, int n_blocks,
                         float out[MAX_TILE][MAX_TILE]) {
-    __m256 lo[A2_ROWS][A2_TOKENS], hi[A2_ROWS][A2_TOKENS];
-    for (int r = 0; r < A2_ROWS; r++)
+    __m256 lo[A2_DECODE_ROWS][A2_TOKENS], hi[A2_DECODE_ROWS][A2_TOKENS];
+    for (int r = 0; r < NR; r++)
         for (int n = 0; n < NT; n++) lo[r][n] = hi[r][n] = _mm256_setzero_ps();
+    size_t ahead = (size_t)2 * NR * n_blocks * bytes_per_256(t) / 8;  // two tiles of rows
     for (int b = 0; b < n_blocks; b += 2) {
-        block_avx2(t, w, x, NT, b, lo);
-        if (b + 1 < n_blocks) block_avx2(t, w, x, NT, b + 1, hi);
+        block_avx2(t, w, x, NR, NT, b, ahead, lo);
+        if (b + 1 < n_blocks) block_avx2(t, w, x, NR, NT, b + 1, ahead, hi);
     }
-    for (int r = 0; r < A2_ROWS; r++)
+    for (int r = 0; r < NR; r++)
         for (int n = 0; n < NT; n++) out[r][n] = hsum16(lo[r][n], hi[r][n]);
 }
 
-// One copy per format and token count: `t` and NT constants, loops unrolled.
+// One copy per format and tile shape: `t`, NR and NT constants, loops unrolled.
 INLINE void tile_avx2_t(DType t, const uint8_t* const* w, int n_rows, const uint8_t* const* x, int n_tokens,
                         int n_blocks, float out[MAX_TILE][MAX_TILE]) {
-    if (n_tokens == 2) tile_avx2_n(t, w, x, 2, n_blocks, out);
-    else tile_avx2_n(t, w, x, 1, n_blocks, out);
+    if (n_rows == A2_DECODE_ROWS) tile_avx2_n(t, w, x, A2_DECODE_ROWS, 1, n_blocks, out);
+    else if (n_tokens == 2) tile_avx2_n(t, w, x, A2_ROWS, 2, n_blocks, out);
+    else tile_avx2_n(t, w, x, A2_ROWS, 1, n_blocks, out);
 }
 
 #define FOR_EACH_FORMAT(fn)                                                                     \
@@ -309,6 +316,32 @@ INLINE void kscales(const uint8_t* in, KScales& k) {
     }
 }
 
+// The blocks of 32 (Q4_0, Q4_1, Q5_0, Q5_1) of bb bytes each: where, in the
+// words of two blocks b, b+1 loaded together, each seat finds its word. The
+// nibble bytes start at an even byte `at` (2, 4, 6, 8), so words suffice:
+// q: [b's 16 bytes | b+1's | b's | b+1's], shifted right by 0 (low nibbles)
+// or 4 (high ones); d and m: block b's f16 scale (minimum) in seats 0-3 and
+// 8-11, block b+1's in 4-7 and 12-15.
+struct PairWords {
+    uint16_t q[32], shift[32], d[32], m[32];
+};
+static constexpr PairWords pair_words_for(int bb, int at) {
+    PairWords p{};
+    for (int i = 0; i < 32; i++) {
+        int next = i / 8 % 2, seat = i / 4 % 2;
+        p.q[i] = (uint16_t)((next * bb + at) / 2 + i % 8);
+        p.shift[i] = (uint16_t)(i < 16 ? 0 : 4);
+        p.d[i] = (uint16_t)(seat * bb / 2);
+        p.m[i] = (uint16_t)(seat * bb / 2 + 1);
+    }
+    return p;
+}
+alignas(64) static constexpr PairWords PAIR_Q4_0 = pair_words_for(18, 2), PAIR_Q4_1 = pair_words_for(20, 4),
+                                       PAIR_Q5_0 = pair_words_for(22, 6), PAIR_Q5_1 = pair_words_for(24, 8);
+INLINE const PairWords& pair_words(DType t) {
+    return t == DType::Q4_0 ? PAIR_Q4_0 : t == DType::Q4_1 ? PAIR_Q4_1 : t == DType::Q5_0 ? PAIR_Q5_0 : PAIR_Q5_1;
+}
+
 INLINE Pair decode_pair(DType t, const uint8_t* row, int b, bool both, const KScales& ks) {
     Pair k;
     const __m512i low4 = _mm512_set1_epi8(15);
@@ -324,23 +357,28 @@ INLINE Pair decode_pair(DType t, const uint8_t* row, int b, bool both, const KSc
             break;
         }
         case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: {
+            // Both blocks (at most 48 bytes) in one load, masked so that it never
+            // reads past them; then word permutes put the nibble bytes and the
+            // f16 scales in their seats (PairWords), one shift splits the nibbles.
             int bb = block_bytes(t);
             const uint8_t* in = row + (size_t)b * bb;
             bool with_min = t == DType::Q4_1 || t == DType::Q5_1, five = t == DType::Q5_0 || t == DType::Q5_1;
-            int at = 2 + (with_min ? 2 : 0) + (five ? 4 : 0);
-            __m128i hi = both ? _mm_loadu_si128((const __m128i*)(in + bb + at)) : _mm_setzero_si128();
-            __m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(in + at))), hi, 1);
-            k.q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), low4);
+            const PairWords& pw = pair_words(t);
+            __m512i v = _mm512_maskz_loadu_epi8(both ? (1ull << 2 * bb) - 1 : (1ull << bb) - 1, in);
+            __m512i raw = _mm512_permutexvar_epi16(_mm512_loadu_si512(pw.q), v);
+            k.q = _mm512_and_si512(_mm512_srlv_epi16(raw, _mm512_loadu_si512(pw.shift)), low4);
             if (five) {
+                int at = with_min ? 4 : 2;
                 uint32_t h0, h1 = 0;
-                std::memcpy(&h0, in + at - 4, 4);
-                if (both) std::memcpy(&h1, in + bb + at - 4, 4);
+                std::memcpy(&h0, in + at, 4);
+                if (both) std::memcpy(&h1, in + bb + at, 4);
                 __mmask64 m = (uint64_t)(h0 & 0xFFFF) | (uint64_t)(h1 & 0xFFFF) << 16 | (uint64_t)(h0 >> 16) << 32 |
                               (uint64_t)(h1 >> 16) << 48;
                 k.q = _mm512_mask_add_epi8(k.q, m, k.q, _mm512_set1_epi8(16));
             }
-            k.scale = seats(f16_at(in), both ? f16_at(in + bb) : 0.0f);
-            if (with_min) k.min = seats(f16_at(in + 2), both ? f16_at(in + bb + 2) : 0.0f);
+            // (a lone last block: its neighbour's scale reads as the zeros of the masked load)
+            k.scale = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_loadu_si512(pw.d), v)));
+            if (with_min) k.min = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_loadu_si512(pw.m), v)));
             break;
         }
         case DType::Q4_K: case DType::Q5_K: {  // sub-blocks j, j+1 share 32 bytes: low, high nibbles
@@ -464,35 +502,65 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
 // The driver: the activations to Q8_0 once, then threads over tiles of rows
 // (each thread its own rows: no result depends on the thread count), and
 // within a tile the tokens in groups, the tile's rows staying in the cache.
-void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd) {
+// Several matrices that multiply the same x (q, k and v; gate and up) are
+// one list of tiles, as in kernels_fast.cpp:matmul_fast: one parallel loop,
+// the threads meet once, and each tile runs exactly as it would alone, so
+// every output has the bits of its own product.
+struct QuantDriver {
     QuantTile tile = tile_portable;
     int tile_rows = 1, group = MAX_TILE;
+};
+
+static QuantDriver driver_for(DType t, int T, int simd) {
+    QuantDriver d;
 #ifdef QUANTS_AVX2
     // (Q8_0's codes of 8 bits would overflow pmaddubsw's int16 pairs.)
-    if (simd == 1 && W.dtype != DType::Q8_0) tile = tile_avx2, tile_rows = A2_ROWS, group = A2_TOKENS;
+    if (simd == 1 && t != DType::Q8_0) d.tile = tile_avx2, d.tile_rows = T == 1 ? A2_DECODE_ROWS : A2_ROWS, d.group = A2_TOKENS;
 #endif
 #ifdef QUANTS_AVX512
-    if (simd >= 2) tile = tile_avx512, tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, group = A5_TOKENS;
+    if (simd >= 2) d.tile = tile_avx512, d.tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, d.group = A5_TOKENS;
 #endif
-    const uint8_t* xq = quantize_activations(x, T, W.cols);
+    return d;
+}
+
+static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, const QuantDriver& d) {
+    const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK;
     size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, w_bytes = dtype_row_bytes(W.dtype, W.cols);
-    int n_tiles = (W.rows + tile_rows - 1) / tile_rows;
-    #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n_tiles; i++) {
-        // The last tile repeats the matrix's last row; its extra results are dropped.
-        int r0 = i * tile_rows, n_rows = std::min(tile_rows, W.rows - r0);
-        const uint8_t* w[MAX_TILE];
-        for (int r = 0; r < tile_rows; r++) w[r] = (const uint8_t*)W.data + (r0 + std::min(r, n_rows - 1)) * w_bytes;
-        float res[MAX_TILE][MAX_TILE];
-        for (int t0 = 0; t0 < T; t0 += group) {
-            int n_tok = std::min(group, T - t0);
-            const uint8_t* xs[MAX_TILE];
-            for (int k = 0; k < n_tok; k++) xs[k] = xq + (size_t)(t0 + k) * xq_bytes;
-            tile(W.dtype, w, tile_rows, xs, n_tok, n_blocks, res);
-            for (int r = 0; r < n_rows; r++)
-                for (int k = 0; k < n_tok; k++)
-                    out[(size_t)(t0 + k) * W.rows + r0 + r] = res[r][k] + (bias ? bias[r0 + r] : 0.0f);
-        }
+    // The last tile repeats the matrix's last row; its extra results are dropped.
+    int r0 = i * d.tile_rows, n_rows = std::min(d.tile_rows, W.rows - r0);
+    const uint8_t* w[MAX_TILE];
+    for (int r = 0; r < d.tile_rows; r++) w[r] = (const uint8_t*)W.data + (r0 + std::min(r, n_rows - 1)) * w_bytes;
+    float res[MAX_TILE][MAX_TILE];
+    for (int t0 = 0; t0 < T; t0 += d.group) {
+        int n_tok = std::min(d.group, T - t0);
+        const uint8_t* xs[MAX_TILE];
+        for (int k = 0; k < n_tok; k++) xs[k] = xq + (size_t)(t0 + k) * xq_bytes;
+        d.tile(W.dtype, w, d.tile_rows, xs, n_tok, n_blocks, res);
+        for (int r = 0; r < n_rows; r++)
+            for (int k = 0; k < n_tok; k++)
+                o.out[(size_t)(t0 + k) * W.rows + r0 + r] = res[r][k] + (o.bias ? o.bias[r0 + r] : 0.0f);
     }
+}
+
+void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, int simd) {
+    if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
+    QuantDriver d[MAX_MATMUL_OUTS];
+    int first[MAX_MATMUL_OUTS + 1] = {0};
+    for (int m = 0; m < n; m++) {
+        d[m] = driver_for(outs[m].W->dtype, T, simd);
+        first[m + 1] = first[m] + (outs[m].W->rows + d[m].tile_rows - 1) / d[m].tile_rows;
+    }
+    const uint8_t* xq = quantize_activations(x, T, outs[0].W->cols);
+    #pragma omp parallel for schedule(static)
+    for (int tile = 0; tile < first[n]; tile++) {
+        int m = 0;
+        while (tile >= first[m + 1]) m++;
+        run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
+    }
+}
+
+void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd) {
+    MatmulOut one = {out, &W, bias};
+    matmul_quant_fast_many(&one, 1, x, T, simd);
 }

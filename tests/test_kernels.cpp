@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "quants.h"
 
 static const double U = 1.0 / (1 << 24);
 
@@ -48,6 +49,7 @@ static TestMat mat_from_f32(DType dt, int rows, int cols, std::vector<float> val
     src.data = t.f32.data();
     t.m = src;
     if (dt == DType::Q8_0) t.m = quantize_q8_0(src, t.storage);
+    else if (dtype_is_low_bit(dt)) t.m = quantize_mat(src, dt, t.storage);
     else if (dt != DType::F32) {  // rounded to nearest-even, as the converters in common.h do
         t.storage.resize(t.f32.size() * 2);
         uint16_t* h = (uint16_t*)t.storage.data();
@@ -305,7 +307,9 @@ TEST_CASE("f32_to_bf16_daz: nearest-even like f32_to_bf16, subnormals to a zero 
 // still be its own matmul's bits, whatever the mix: q/k/v shapes (896 and
 // 128 rows at the 0.5B widths, scaled down here), row counts that are not a
 // multiple of the tile, a Q8_0 matrix beside float ones (the activations are
-// quantized once for all), every set, 1 to 3 threads, decode and batches.
+// quantized once for all), GGUF's low-bit formats beside Q8_0 (the list
+// quants_fast.cpp runs under avx512) and beside floats (one matrix after
+// another), every set, 1 to 3 threads, decode and batches.
 TEST_CASE("matmul_many: each output bitwise equal to its own matmul (every set, mixed types, 1-3 threads, T 1-7)") {
     std::mt19937 rng(23);
     std::vector<KernelSet> sets = simd_sets();
@@ -314,7 +318,10 @@ TEST_CASE("matmul_many: each output bitwise equal to its own matmul (every set, 
     const Mix mixes[] = {{DType::BF16, DType::BF16, DType::BF16, 56, 9, 9, 64},
                          {DType::Q8_0, DType::Q8_0, DType::Q8_0, 14, 3, 5, 96},
                          {DType::Q8_0, DType::BF16, DType::F32, 7, 13, 1, 32},
-                         {DType::F16, DType::Q8_0, DType::BF16, 1, 6, 17, 896}};
+                         {DType::F16, DType::Q8_0, DType::BF16, 1, 6, 17, 896},
+                         {DType::Q4_0, DType::Q5_0, DType::Q8_0, 17, 3, 9, 64},
+                         {DType::Q4_1, DType::Q5_1, DType::Q4_0, 8, 11, 1, 96},
+                         {DType::Q4_0, DType::BF16, DType::Q8_0, 9, 5, 3, 32}};
     for (const Mix& mx : mixes)
         for (int T : {1, 2, 7}) {
             CAPTURE(T);
