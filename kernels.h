@@ -128,6 +128,9 @@ struct MatmulOut {
 const int MAX_MATMUL_OUTS = 4;
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T);
 void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k);
+// Which rows tile number `tile` holds: consecutive ones for a batch, one
+// from each of tile_rows stripes for one token (kernels_fast.cpp).
+int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[MAX_TILE]);
 
 // Attention's two inner loops, the plain way: the second operand is a row of
 // the KV cache in f32, f16 or bf16 (--kv-type).

@@ -268,6 +268,35 @@ static const uint16_t* round_activations(const float* x, int T, int cols, const 
     return g_xb.data();
 }
 
+// The rows of tile number `tile` (of tile_rows rows) of a matrix of n_rows
+// rows, into rows[]; returns how many (fewer at the matrix's end). Every
+// product of tiles uses it: kernels_fast.cpp:run_tile and the block formats'
+// quants_fast.cpp:run_quant_tile. For a batch, rows r0, r0+1, ...: side by side in
+// memory, and the tile's few KB stay in the L1 cache while the token
+// groups go by. For one token (decode) each weight is read once and the
+// question is how memory streams best: the matrix is cut into tile_rows
+// stripes of q consecutive rows, and tile j holds row j of each stripe.
+// A thread's run of tiles j0..j1 then reads tile_rows long sequential
+// streams (rows j0..j1 of each stripe), which the hardware prefetcher
+// follows, where consecutive rows side by side are tile_rows short
+// streams that each end after one row (1.8-9.7 KB on the 0.5B model).
+// Measured on 2 threads of the Zen 5 machine, bf16 tiles of 4 rows:
+// 37-40 GB/s side by side with a software prefetch 8 rows ahead, 43-48
+// in stripes (no prefetch), against 50-54 for a plain sum of the same
+// pages (book/11-performance.md). Which rows a tile holds changes no
+// result: each row's dot product is the same however it is grouped.
+// (A tile with fewer rows repeats one it holds; the extra results are
+// not stored.)
+int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[MAX_TILE]) {
+    int n = 0;
+    if (one_token) {
+        int q = (n_rows + tile_rows - 1) / tile_rows;
+        for (int i = 0; i < tile_rows && tile + i * q < n_rows; i++) rows[n++] = tile + i * q;
+    } else
+        for (int r = tile * tile_rows; r < n_rows && n < tile_rows; r++) rows[n++] = r;
+    return n;
+}
+
 // One tile of rows of one matrix: its rows against every token, in groups.
 static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb,
                      int t_begin, int t_end, const SimdKernels& k, bool one_token) {
@@ -275,28 +304,7 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
     bool q8 = W.dtype == DType::Q8_0;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
     int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
-    // The tile's rows. For a batch, rows r0, r0+1, ...: side by side in
-    // memory, and the tile's few KB stay in the L1 cache while the token
-    // groups go by. For one token (decode) each weight is read once and the
-    // question is how memory streams best: the matrix is cut into tile_rows
-    // stripes of q consecutive rows, and tile j holds row j of each stripe.
-    // A thread's run of tiles j0..j1 then reads tile_rows long sequential
-    // streams (rows j0..j1 of each stripe), which the hardware prefetcher
-    // follows, where consecutive rows side by side are tile_rows short
-    // streams that each end after one row (1.8-9.7 KB on the 0.5B model).
-    // Measured on 2 threads of the Zen 5 machine, bf16 tiles of 4 rows:
-    // 37-40 GB/s side by side with a software prefetch 8 rows ahead, 43-48
-    // in stripes (no prefetch), against 50-54 for a plain sum of the same
-    // pages (book/11-performance.md). Which rows a tile holds changes no
-    // result: each row's dot product is the same however it is grouped.
-    // A tile whose rows run past the matrix repeats a row it holds; the
-    // extra results are not stored.
-    int rows[MAX_TILE], n_rows = 0;
-    if (one_token) {
-        int q = (W.rows + tile_rows - 1) / tile_rows;
-        for (int i = 0; i < tile_rows && tile + i * q < W.rows; i++) rows[n_rows++] = tile + i * q;
-    } else
-        for (int r = tile * tile_rows; r < W.rows && n_rows < tile_rows; r++) rows[n_rows++] = r;
+    int rows[MAX_TILE], n_rows = tile_row_list(tile, tile_rows, W.rows, one_token, rows);
     const uint8_t* w[MAX_TILE];
     for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + rows[std::min(i, n_rows - 1)] * w_bytes;
     float res[MAX_TILE][MAX_TILE];

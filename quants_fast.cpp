@@ -189,6 +189,18 @@ INLINE __m256i sum4(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// How far ahead a tile asks for its rows' bytes: two tiles on. A batch's
+// tiles hold consecutive rows, so two tiles on is 2 x NR rows further; one
+// token's tiles hold one row of each stripe (kernels_fast.cpp:tile_row_list),
+// so the same place two tiles on is two rows further down each stripe.
+#ifndef STRIPE_AHEAD_ROWS
+#define STRIPE_AHEAD_ROWS 2
+#endif
+static inline size_t prefetch_distance(DType t, int NR, int NT, int n_blocks) {
+    size_t row = (size_t)n_blocks * bytes_per_256(t) / 8;
+    return (NT == 1 ? STRIPE_AHEAD_ROWS : 2 * NR) * row;
+}
+
 // ---------------------------------------------------------------------------
 // AVX2: one block per half-step, its 8 lanes in `lo` (even blocks) or `hi`
 // (odd blocks) — the 16 lanes of the order in two registers. Decode (one
@@ -237,7 +249,7 @@ INLINE void tile_avx2_n(DType t, const uint8_t* const* w, const uint8_t* const* 
     __m256 lo[A2_DECODE_ROWS][A2_TOKENS], hi[A2_DECODE_ROWS][A2_TOKENS];
     for (int r = 0; r < NR; r++)
         for (int n = 0; n < NT; n++) lo[r][n] = hi[r][n] = _mm256_setzero_ps();
-    size_t ahead = (size_t)2 * NR * n_blocks * bytes_per_256(t) / 8;  // two tiles of rows
+    size_t ahead = prefetch_distance(t, NR, NT, n_blocks);
     for (int b = 0; b < n_blocks; b += 2) {
         block_avx2(t, w, x, NR, NT, b, ahead, lo);
         if (b + 1 < n_blocks) block_avx2(t, w, x, NR, NT, b + 1, ahead, hi);
@@ -468,7 +480,7 @@ INLINE void tile_avx512_n(DType t, const uint8_t* const* w, const uint8_t* const
     for (int r = 0; r < NR; r++)
 #pragma GCC unroll 4
         for (int n = 0; n < NT; n++) acc[r][n] = _mm512_setzero_ps();
-    size_t ahead = (size_t)2 * NR * n_blocks * bytes_per_256(t) / 8;  // two tiles of rows
+    size_t ahead = prefetch_distance(t, NR, NT, n_blocks);
     KScales ks[A5_DECODE_ROWS];
     int b = 0;
     for (; b + 2 <= n_blocks; b += 2) step_avx512(t, w, x, NR, NT, b, true, ahead, ks, acc);
@@ -527,10 +539,11 @@ static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, 
     const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK;
     size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, w_bytes = dtype_row_bytes(W.dtype, W.cols);
-    // The last tile repeats the matrix's last row; its extra results are dropped.
-    int r0 = i * d.tile_rows, n_rows = std::min(d.tile_rows, W.rows - r0);
+    // The tile's rows: for one token, one from each stripe of the matrix, so
+    // that a thread's tiles read long streams (kernels_fast.cpp:tile_row_list).
+    int rows[MAX_TILE], n_rows = tile_row_list(i, d.tile_rows, W.rows, T == 1, rows);
     const uint8_t* w[MAX_TILE];
-    for (int r = 0; r < d.tile_rows; r++) w[r] = (const uint8_t*)W.data + (r0 + std::min(r, n_rows - 1)) * w_bytes;
+    for (int r = 0; r < d.tile_rows; r++) w[r] = (const uint8_t*)W.data + rows[std::min(r, n_rows - 1)] * w_bytes;
     float res[MAX_TILE][MAX_TILE];
     for (int t0 = 0; t0 < T; t0 += d.group) {
         int n_tok = std::min(d.group, T - t0);
@@ -539,7 +552,7 @@ static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, 
         d.tile(W.dtype, w, d.tile_rows, xs, n_tok, n_blocks, res);
         for (int r = 0; r < n_rows; r++)
             for (int k = 0; k < n_tok; k++)
-                o.out[(size_t)(t0 + k) * W.rows + r0 + r] = res[r][k] + (o.bias ? o.bias[r0 + r] : 0.0f);
+                o.out[(size_t)(t0 + k) * W.rows + rows[r]] = res[r][k] + (o.bias ? o.bias[rows[r]] : 0.0f);
     }
 }
 
