@@ -73,15 +73,15 @@ struct SimdKernels {
                       float out[MAX_TILE][MAX_TILE]);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
-// is how many cache lines are on their way from memory at once. The float
-// tiles read a tile's rows one after another for one token (one stream,
-// which the hardware prefetcher follows; kernels_avx512.cpp:tile_dt). The
-// Q8_0 tiles read their rows side by side, several streams, and for one
-// token also ask for the same columns PREFETCH_ROWS rows further on (rows
-// lie one after another: two tiles ahead), early enough that they arrive
-// before they are needed. A prefetch never faults, past the matrix's end
-// included, and changes no result. Measured on one core of the Zen 5
-// machine: Q8_0 12 -> 16 GB/s (book/11-performance.md).
+// is how many cache lines are on their way from memory at once. For one
+// token a tile holds one row of each of its stripes (kernels_fast.cpp:
+// tile_row_list), so a thread reads a few long streams that the hardware
+// prefetcher follows; the float tiles need nothing more. The AVX2 Q8_0
+// tile (kernels_avx2.cpp) also asks for the same columns PREFETCH_ROWS rows further
+// down each stripe, early enough that they arrive before they are needed
+// (the block formats' tiles do likewise: quants_fast.cpp:prefetch_distance).
+// A prefetch never faults, past the matrix's end included, and changes no
+// result.
 const int PREFETCH_ROWS = 8;
 static inline void prefetch_ahead(const uint8_t* p, size_t row_bytes) {
     __builtin_prefetch((const void*)((uintptr_t)p + PREFETCH_ROWS * row_bytes));
