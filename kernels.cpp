@@ -240,6 +240,39 @@ void attention_head(float* out, float* scores, const float* q, const uint8_t* ke
     attention_head_plain(out, scores, q, keys, values, stride, kv_type, n, head_dim);
 }
 
+// Every head and token of a prefill (kernels.h): threads over (head, token)
+// pairs, each output row one thread's, so the thread count changes nothing.
+void attention_heads_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                           size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
+                           int head_dim) {
+    int kv_len = n_first - 1 + T, group = n_heads / n_kv_heads, q_dim = n_heads * head_dim;
+    size_t elt = kv_type == DType::F32 ? 4 : 2;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < n_heads; h++)
+        for (int t = 0; t < T; t++) {
+            int n = n_first + t;
+            float* s = scores ? scores + ((size_t)h * T + t) * kv_len : nullptr;
+            thread_local std::vector<float> own;  // the weights, when no trace keeps them
+            if ((int)own.size() < n) own.resize(n);
+            size_t kv_off = (size_t)(h / group) * head_dim * elt;
+            attention_head_plain(out + (size_t)t * q_dim + h * head_dim, s ? s : own.data(),
+                                 q + (size_t)t * q_dim + h * head_dim, keys + kv_off, values + kv_off, stride,
+                                 kv_type, n, head_dim);
+            if (s)
+                for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
+        }
+}
+
+void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim) {
+    if (g_kernels.simd)
+        attention_heads_fast(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
+                             head_dim, *g_kernels.simd);
+    else
+        attention_heads_plain(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
+                              head_dim);
+}
+
 // Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127
 // and are stored as round(w/d) in int8 — GGUF's block_q8_0: the scale as
 // f16 (2 bytes), then the 32 int8 (32 bytes).

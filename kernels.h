@@ -71,6 +71,17 @@ struct SimdKernels {
     void (*round_bf16)(const float* x, uint16_t* out, int n);
     void (*tile_bf16)(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
                       float out[MAX_TILE][MAX_TILE]);
+    // Prefill attention's two tiles (kernels_fast.cpp:attention_heads_fast);
+    // nullptr where a set has none: the driver then runs the scalar twin's
+    // att_scores, or axpy once per query, which give the same bits.
+    // s[i][j] = q_i . k_j for nq <= ATT_QUERIES queries (q_i at q + i*q_stride)
+    // and the ATT_BLOCK keys of kt, stored transposed ([head_dim][ATT_BLOCK]):
+    // each score one chain of fmas in order of the dimension, from +0.
+    void (*att_scores)(float* s, const float* q, size_t q_stride, int nq, const float* kt, int head_dim);
+    // o_i += sum_j p[i][j] v_j for nq queries (o: [nq][head_dim], p: [nq][ATT_BLOCK])
+    // over the n_rows value rows at v, `stride` bytes apart: axpy's order.
+    void (*att_pv)(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
+                   int head_dim);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
 // is how many cache lines are on their way from memory at once. For one
@@ -168,6 +179,27 @@ void attention_head_plain(float* out, float* scores, const float* q, const uint8
                           size_t stride, DType kv_type, int n, int head_dim);
 void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                          size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k);
+// Attention for the T new tokens of one sequence, every head (net.cpp:
+// attention): token t (of T) sees the keys 0 .. n_first-1+t. q and out are
+// [T, n_heads*head_dim]; query head h reads KV head h / (n_heads/n_kv_heads)
+// of keys/values (rows `stride` bytes apart, as attention_head). scores:
+// nullptr, or [n_heads, T, n_first-1+T] for a trace (the future as zeros).
+// The plain kernel runs attention_head_plain per head and token. The fast
+// one runs attention_head_fast for one token (decode); for a batch
+// (prefill) it takes ATT_QUERIES queries of one head against ATT_BLOCK keys
+// at a time, as small tiles (kernels_fast.cpp:attention_heads_fast): its
+// own summation order, equal to plain within float rounding, the same bits
+// in every SIMD set, for every thread count, and for a token whichever
+// batch it came in.
+const int ATT_QUERIES = 8;
+void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim);
+void attention_heads_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                           size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
+                           int head_dim);
+void attention_heads_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                          size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
+                          int head_dim, const SimdKernels& k);
 // The fast kernels' exp (kernels_fast.cpp): the scalar twin of every set's
 // exp_shift, for x in [-87.33, 0] within 2 ulp of exp; 0 below.
 float exp_poly(float x);

@@ -267,6 +267,45 @@ static void axpy_avx2(float* y, const float* alpha, const uint8_t* x, size_t str
     else axpy_dt(DType::F32, y, alpha, x, stride, n_rows, n);
 }
 
+// Prefill attention's scores (kernels_fast.cpp:attention_heads_fast): 4
+// queries x 16 keys (2 registers) = 8 accumulators, four times across the
+// block of 64 keys; each score one chain of fmas over the dimension, as in
+// the other sets. (Its P V tile is axpy once per query, the same bits.)
+INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, const float* kt, int head_dim) {
+    for (int j0 = 0; j0 < ATT_BLOCK; j0 += 16) {
+        __m256 acc[4][2];
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+        for (int d = 0; d < head_dim; d++) {
+            __m256 k0 = _mm256_loadu_ps(kt + d * ATT_BLOCK + j0), k1 = _mm256_loadu_ps(kt + d * ATT_BLOCK + j0 + 8);
+#pragma GCC unroll 4
+            for (int i = 0; i < NQ; i++) {
+                __m256 qv = _mm256_set1_ps(q[i * q_stride + d]);
+                acc[i][0] = _mm256_fmadd_ps(qv, k0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(qv, k1, acc[i][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++) {
+            _mm256_storeu_ps(s + i * ATT_BLOCK + j0, acc[i][0]);
+            _mm256_storeu_ps(s + i * ATT_BLOCK + j0 + 8, acc[i][1]);
+        }
+    }
+}
+static void att_scores_avx2(float* s, const float* q, size_t q_stride, int nq, const float* kt, int head_dim) {
+    static_assert(ATT_BLOCK % 16 == 0, "the score tile holds 2 registers of 8 keys");
+    for (int i0 = 0; i0 < nq; i0 += 4) {
+        float* si = s + i0 * ATT_BLOCK;
+        const float* qi = q + i0 * q_stride;
+        switch (std::min(4, nq - i0)) {
+            case 4: att_scores_n(si, qi, q_stride, 4, kt, head_dim); break;
+            case 3: att_scores_n(si, qi, q_stride, 3, kt, head_dim); break;
+            case 2: att_scores_n(si, qi, q_stride, 2, kt, head_dim); break;
+            default: att_scores_n(si, qi, q_stride, 1, kt, head_dim); break;
+        }
+    }
+}
+
 // exp(x[i] - m), 8 at a time: kernels_fast.cpp:exp_poly step for step
 // (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
 // the exponent bits); values below its range come out as +0 by the mask.
@@ -300,5 +339,6 @@ static void exp_shift_avx2(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr};
+                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr,
+                                  att_scores_avx2, nullptr};
 #endif  // __x86_64__

@@ -270,6 +270,100 @@ static void tile_bf16dot(const uint8_t* const* w, const uint16_t* const* x, int 
     }
 }
 
+// Prefill attention's tiles (kernels_fast.cpp:attention_heads_fast).
+// Scores: 4 queries x 64 keys (4 registers of 16 keys each) = 16
+// accumulators; per dimension d, 4 loads of the transposed keys and one
+// broadcast of q_i[d] per query, each score one chain of fmas over d.
+INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, const float* kt, int head_dim) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[i][v] = _mm512_setzero_ps();
+    for (int d = 0; d < head_dim; d++) {
+        __m512 kv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) kv[v] = _mm512_loadu_ps(kt + d * ATT_BLOCK + 16 * v);
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++) {
+            __m512 qv = _mm512_set1_ps(q[i * q_stride + d]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) acc[i][v] = _mm512_fmadd_ps(qv, kv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) _mm512_storeu_ps(s + i * ATT_BLOCK + 16 * v, acc[i][v]);
+}
+static void att_scores_avx512(float* s, const float* q, size_t q_stride, int nq, const float* kt, int head_dim) {
+    static_assert(ATT_BLOCK == 64, "the score tile holds 4 registers of 16 keys");
+    for (int i0 = 0; i0 < nq; i0 += 4) {
+        float* si = s + i0 * ATT_BLOCK;
+        const float* qi = q + i0 * q_stride;
+        switch (std::min(4, nq - i0)) {
+            case 4: att_scores_n(si, qi, q_stride, 4, kt, head_dim); break;
+            case 3: att_scores_n(si, qi, q_stride, 3, kt, head_dim); break;
+            case 2: att_scores_n(si, qi, q_stride, 2, kt, head_dim); break;
+            default: att_scores_n(si, qi, q_stride, 1, kt, head_dim); break;
+        }
+    }
+}
+
+// P V: 4 queries x 64 output values (4 registers each) = 16 accumulators;
+// each value row is loaded (and widened) once for the 4 queries. The
+// element order is axpy's: one fma per row, in order of rows.
+INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, const uint8_t* v, size_t stride, int n_rows,
+                     int d0, int head_dim) {
+    __m512 acc[4][4];
+    __mmask16 m[4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        int c = d0 + 16 * u;
+        m[u] = head_dim - c >= 16 ? (__mmask16)0xFFFF : c >= head_dim ? 0 : (__mmask16)((1u << (head_dim - c)) - 1);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) acc[i][u] = _mm512_maskz_loadu_ps(m[u], o + i * head_dim + d0 + 16 * u);
+    for (int j = 0; j < n_rows; j++) {
+        const uint8_t* row = v + j * stride;
+        __m512 vv[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) vv[u] = load16(dt, row, d0 + 16 * u, m[u]);
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++) {
+            __m512 a = _mm512_set1_ps(p[i * ATT_BLOCK + j]);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) acc[i][u] = _mm512_fmadd_ps(a, vv[u], acc[i][u]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
+}
+INLINE void att_pv_dt(DType dt, float* o, const float* p, int nq, const uint8_t* v, size_t stride, int n_rows,
+                      int head_dim) {
+    for (int i0 = 0; i0 < nq; i0 += 4)
+        for (int d0 = 0; d0 < head_dim; d0 += 64) {
+            float* oi = o + i0 * head_dim;
+            const float* pi = p + i0 * ATT_BLOCK;
+            switch (std::min(4, nq - i0)) {
+                case 4: att_pv_n(dt, oi, pi, 4, v, stride, n_rows, d0, head_dim); break;
+                case 3: att_pv_n(dt, oi, pi, 3, v, stride, n_rows, d0, head_dim); break;
+                case 2: att_pv_n(dt, oi, pi, 2, v, stride, n_rows, d0, head_dim); break;
+                default: att_pv_n(dt, oi, pi, 1, v, stride, n_rows, d0, head_dim); break;
+            }
+        }
+}
+static void att_pv_avx512(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
+                          int head_dim) {
+    if (vt == DType::BF16) att_pv_dt(DType::BF16, o, p, nq, v, stride, n_rows, head_dim);
+    else if (vt == DType::F16) att_pv_dt(DType::F16, o, p, nq, v, stride, n_rows, head_dim);
+    else att_pv_dt(DType::F32, o, p, nq, v, stride, n_rows, head_dim);
+}
+
 // exp(x[i] - m), 16 at a time: kernels_fast.cpp:exp_poly step for step
 // (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
 // the exponent bits); values below its range come out as +0 by the mask.
@@ -305,8 +399,9 @@ static void exp_shift_avx512(float* x, float m, int n) {
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
                                     tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512,
-                                    nullptr, nullptr};
+                                    nullptr, nullptr, att_scores_avx512, att_pv_avx512};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
                                             tile_bf16dot_other, nullptr, dot_avx512, axpy_avx512,
-                                            exp_shift_avx512, round_bf16_avx512, tile_bf16dot};
+                                            exp_shift_avx512, round_bf16_avx512, tile_bf16dot,
+                                            att_scores_avx512, att_pv_avx512};
 #endif  // __x86_64__

@@ -256,5 +256,6 @@ const SimdKernels NEON_KERNELS = {
 #else
     "neon",
 #endif
-    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon, nullptr, nullptr};
+    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
+    nullptr, nullptr};
 #endif  // __aarch64__ && __ARM_NEON

@@ -79,7 +79,7 @@ static void store_kv_row(uint8_t* dst, const float* src, int n, DType type) {
 // bandwidth; the attention kernels stay the one-sequence ones).
 static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPages* pages) {
     const Config& c = net.model->cfg;
-    int hd = c.head_dim, q_dim = c.n_heads * hd, group = c.n_heads / c.n_kv_heads;
+    int hd = c.head_dim, q_dim = c.n_heads * hd;
     int T = seq.T, pos = seq.pos;
     int first = seq.kv ? 0 : net.first_pos;
     int kv_len = pos + T - first;  // keys visible to the last token
@@ -106,22 +106,10 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
         V = net.gv.data();
     }
 
-    // Threads over (head, token) pairs: each output row belongs to one
-    // thread, so the result does not depend on the thread count. One head
-    // for one query is attention_head (kernels.h).
-    #pragma omp parallel for collapse(2) schedule(static)
-    for (int h = 0; h < c.n_heads; h++) {
-        for (int t = 0; t < T; t++) {
-            const float* q = &net.q[(size_t)(row0 + t) * q_dim + h * hd];
-            float* s = scores ? scores + ((size_t)h * T + t) * kv_len : nullptr;
-            int kvh = h / group, n = pos + t + 1 - first;
-            float* out = &net.att[(size_t)(row0 + t) * q_dim + h * hd];
-            const uint8_t *keys = K + (size_t)kvh * hd * elt, *values = V + (size_t)kvh * hd * elt;
-            attention_head(out, s, q, keys, values, stride, kv_type, n, hd);
-            if (s)
-                for (int j = n; j < kv_len; j++) s[j] = 0.0f;  // masked: the future
-        }
-    }
+    // Every head and token at once (kernels.h: attention_heads): one query
+    // per head in decode, tiles of queries against blocks of keys in prefill.
+    attention_heads(&net.att[(size_t)row0 * q_dim], scores, &net.q[(size_t)row0 * q_dim], K, V, stride, kv_type,
+                    c.n_heads, c.n_kv_heads, T, pos + 1 - first, hd);
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
 }
 
