@@ -585,6 +585,130 @@ TEST_CASE("attention_head: online softmax over key blocks equals plain within th
     }
 }
 
+// Every head and token of a prefill at once (attention_heads): the fast
+// kernel's tiles of queries against blocks of keys, against the plain one
+// (attention_head_plain per head and token). The bound is check_attention's
+// with the fast score's own order: one fma chain of hd products, so a score
+// is off by at most (hd + 6) u S (and the weights' sum in 16 lanes stays
+// under the n u of the weighted sum). Then the bits: every SIMD set equal to
+// the scalar twin, 1-3 threads, with or without the weights, and the tokens
+// split into two batches equal to the one batch (a token's result does not
+// depend on the tile it came in); for one token, attention_head_fast's bits.
+struct HeadsCase {
+    int n_heads = 4, n_kv_heads = 2, hd, T, n_first, kv_len;
+    std::vector<float> q;  // [T, n_heads * hd]
+    TestMat K, V;          // [kv_len, n_kv_heads * hd]
+    size_t stride;
+};
+static HeadsCase heads_case(DType dt, int hd, int T, int n_first, std::mt19937& rng) {
+    HeadsCase a;
+    a.hd = hd;
+    a.T = T;
+    a.n_first = n_first;
+    a.kv_len = n_first - 1 + T;
+    int kv_dim = a.n_kv_heads * hd, q_dim = a.n_heads * hd;
+    std::vector<float> u = random_vec(hd, rng);  // queries and later keys lean towards u: the maximum rises
+    a.q = random_vec((size_t)T * q_dim, rng);
+    for (size_t i = 0; i < a.q.size(); i++) a.q[i] = 2.0f * a.q[i] + 2.0f * u[i % hd];
+    std::vector<float> k = random_vec((size_t)a.kv_len * kv_dim, rng);
+    for (int j = 0; j < a.kv_len; j++)
+        for (int i = 0; i < kv_dim; i++) k[(size_t)j * kv_dim + i] += 1.5f * j / a.kv_len * u[i % hd];
+    a.K = mat_from_f32(dt, a.kv_len, kv_dim, std::move(k));
+    a.V = random_mat(dt, a.kv_len, kv_dim, rng);
+    a.stride = kv_dim * (dt == DType::F32 ? 4 : 2);
+    return a;
+}
+static void run_heads(const HeadsCase& a, DType dt, const SimdKernels* k, int t_begin, int t_end, float* out,
+                      float* scores) {
+    int q_dim = a.n_heads * a.hd, T = t_end - t_begin;
+    const float* q = a.q.data() + (size_t)t_begin * q_dim;
+    const uint8_t *keys = (const uint8_t*)a.K.m.data, *values = (const uint8_t*)a.V.m.data;
+    if (k)
+        attention_heads_fast(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
+                             a.n_kv_heads, T, a.n_first + t_begin, a.hd, *k);
+    else
+        attention_heads_plain(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
+                              a.n_kv_heads, T, a.n_first + t_begin, a.hd);
+}
+
+TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SIMD set, 1-3 threads, with or without the weights, and any batch split give the same bits (f32/f16/bf16 cache)") {
+    std::mt19937 rng(17);
+    std::vector<KernelSet> sets = simd_sets();
+    struct Shape { int hd, T, n_first; };
+    std::vector<Shape> shapes = {{64, 1, 1},  {64, 1, 70},   {64, 7, 1},  {64, 7, 60}, {64, 64, 1},
+                                 {64, 64, 130}, {64, 300, 1}, {17, 7, 3},  {17, 64, 65}, {128, 40, 30}};
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+        for (const Shape& sh : shapes) {
+            std::string type = dtype_name(dt);
+            CAPTURE(type);
+            CAPTURE(sh.hd);
+            CAPTURE(sh.T);
+            CAPTURE(sh.n_first);
+            HeadsCase a = heads_case(dt, sh.hd, sh.T, sh.n_first, rng);
+            int hd = a.hd, T = a.T, q_dim = a.n_heads * hd, kv_len = a.kv_len, kv_dim = a.n_kv_heads * hd;
+            size_t n_out = (size_t)T * q_dim, n_scores = (size_t)a.n_heads * T * kv_len;
+            std::vector<float> out_p(n_out), s_p(n_scores), out_s(n_out), s_s(n_scores);
+            run_heads(a, dt, nullptr, 0, T, out_p.data(), s_p.data());
+            run_heads(a, dt, &SCALAR_KERNELS, 0, T, out_s.data(), s_s.data());
+            // the bound, per head and token
+            std::vector<float> krow(kv_dim);
+            int bad = 0;
+            for (int h = 0; h < a.n_heads; h++)
+                for (int t = 0; t < T; t++) {
+                    int n = a.n_first + t, g = h / (a.n_heads / a.n_kv_heads);
+                    const float* q = &a.q[(size_t)t * q_dim + h * hd];
+                    double S = 0;
+                    for (int j = 0; j < n; j++) {
+                        mat_row_to_f32(a.K.m, j, krow.data());
+                        double sum = 0;
+                        for (int i = 0; i < hd; i++) sum += std::fabs((double)q[i] * krow[g * hd + i]);
+                        S = std::max(S, sum / std::sqrt((double)hd));
+                    }
+                    double score_err = 2 * (hd + 6) * U * S, tol = (n + n / ATT_BLOCK + 8) * U + score_err;
+                    for (int i = 0; i < hd; i++) {
+                        size_t o = (size_t)t * q_dim + h * hd + i;
+                        bad += !(std::fabs(out_s[o] - out_p[o]) <= tol);
+                    }
+                    const float *sp = &s_p[((size_t)h * T + t) * kv_len], *ss = &s_s[((size_t)h * T + t) * kv_len];
+                    for (int j = 0; j < kv_len; j++)
+                        bad += !(std::fabs(ss[j] - sp[j]) <= sp[j] * (8 * U + score_err) + 1e-37);
+                    for (int j = n; j < kv_len; j++) bad += ss[j] != 0.0f;  // the future
+                }
+            CHECK(bad == 0);
+            std::vector<float> out_n(n_out);  // no weights asked (no trace): the same output
+            run_heads(a, dt, &SCALAR_KERNELS, 0, T, out_n.data(), nullptr);
+            CHECK(bitwise_equal(out_n, out_s));
+            if (T == 1) {  // decode: one query per head, attention_head_fast's bits
+                for (int h = 0; h < a.n_heads; h++) {
+                    std::vector<float> one(hd);
+                    size_t off = (size_t)(h / (a.n_heads / a.n_kv_heads)) * hd * (dt == DType::F32 ? 4 : 2);
+                    attention_head_fast(one.data(), nullptr, &a.q[h * hd], (const uint8_t*)a.K.m.data + off,
+                                        (const uint8_t*)a.V.m.data + off, a.stride, dt, a.n_first, hd,
+                                        SCALAR_KERNELS);
+                    CHECK(std::memcmp(one.data(), &out_s[h * hd], hd * sizeof(float)) == 0);
+                }
+            } else {  // the first third of the tokens as one batch, the rest as the next
+                std::vector<float> out_2(n_out);
+                int cut = std::max(2, T / 3);
+                run_heads(a, dt, &SCALAR_KERNELS, 0, cut, out_2.data(), nullptr);
+                run_heads(a, dt, &SCALAR_KERNELS, cut, T, out_2.data(), nullptr);
+                CHECK(bitwise_equal(out_2, out_s));
+            }
+            for (KernelSet set : sets)
+                for (int threads : {1, 2, 3}) {
+                    kernels_init(set, threads);
+                    std::string name = g_kernels.simd->name;
+                    CAPTURE(name);
+                    CAPTURE(threads);
+                    std::vector<float> out_f(n_out), s_f(n_scores);
+                    run_heads(a, dt, g_kernels.simd, 0, T, out_f.data(), s_f.data());
+                    CHECK(bitwise_equal(out_f, out_s));
+                    CHECK(bitwise_equal(s_f, s_s));
+                }
+            kernels_init(KernelSet::Fast, 0);
+        }
+}
+
 TEST_CASE("exp_poly: within 2 ulp of exp over [-87.33, 0], 0 below; every SIMD set's exp_shift bitwise equal") {
     // every float in [-87.33, 0] would be 2^31 values; a dense sweep with a
     // step that is not a power of two, plus the edges
