@@ -47,6 +47,27 @@ INLINE float hsum(__m512 l) {
     return _mm_cvtss_f32(s);
 }
 
+// hsum of four registers at once, the same tree for each: the fold of
+// lanes j and j+8 for two registers per add (their halves shuffled side by
+// side), then u[k] + u[k+4] for all four, then the last two levels within
+// each 128-bit quarter. Result i is hsum of register i. A tile ends in one
+// of these per four dot products instead of one hsum each (8 instructions
+// each: 16% of a 4 x 6 tile's instructions at 896 columns).
+INLINE __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));  // [u_a | u_b]
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));  // u[k] + u[k+4]
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));  // (v0 + v2), (v1 + v3) in each quarter
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));  // their sum in element 0 of each quarter
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), v));
+}
+// Rows r0 .. r0+3 of token t of a tile's accumulators into out.
+INLINE void hsum_rows4(__m512 a, __m512 b, __m512 c, __m512 d, float out[MAX_TILE][MAX_TILE], int r0, int t) {
+    float h[4];
+    _mm_storeu_ps(h, hsum4(a, b, c, d));
+    for (int i = 0; i < 4; i++) out[r0 + i][t] = h[i];
+}
+
 // Values c .. c+15 of a row widened to f32; `m` masks off those past the
 // row's end (they load as zeros and are never read from memory). bf16 is the
 // top half of an f32: zero-extend to 32 bits and shift up by 16.
@@ -99,10 +120,9 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
             for (int t = 0; t < NT; t++) acc[r][t] = _mm512_fmadd_ps(wv, load16(DType::F32, x[t], c, m), acc[r][t]);
         }
     }
+    static_assert(ROWS == 4, "the tile ends in one hsum4 per token");
 #pragma GCC unroll 8
-    for (int r = 0; r < ROWS; r++)
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+    for (int t = 0; t < NT; t++) hsum_rows4(acc[0][t], acc[1][t], acc[2][t], acc[3][t], out, 0, t);
 }
 
 // tile_n force-inlined with dt and the token count constants: one copy per
@@ -249,10 +269,12 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int N
             for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, xv[t]);
         }
     }
+    static_assert(BF_ROWS == 8, "the tile ends in two hsum4 per token");
 #pragma GCC unroll 8
-    for (int r = 0; r < BF_ROWS; r++)
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) out[r][t] = hsum(acc[r][t]);
+    for (int t = 0; t < NT; t++) {
+        hsum_rows4(acc[0][t], acc[1][t], acc[2][t], acc[3][t], out, 0, t);
+        hsum_rows4(acc[4][t], acc[5][t], acc[6][t], acc[7][t], out, 4, t);
+    }
 }
 
 // f32 and f16 weights in the bf16dot set: the avx512 tiles, ROWS rows at a time.
