@@ -278,6 +278,7 @@ INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, cons
         for (int i = 0; i < NQ; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
         for (int d = 0; d < head_dim; d++) {
             __m256 k0 = _mm256_loadu_ps(kt + d * ATT_BLOCK + j0), k1 = _mm256_loadu_ps(kt + d * ATT_BLOCK + j0 + 8);
+            __asm__("" : "+x"(k0), "+x"(k1));  // in registers: one load each, not one per query
 #pragma GCC unroll 4
             for (int i = 0; i < NQ; i++) {
                 __m256 qv = _mm256_set1_ps(q[i * q_stride + d]);

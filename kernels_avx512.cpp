@@ -305,7 +305,10 @@ INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, cons
     for (int d = 0; d < head_dim; d++) {
         __m512 kv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; v++) kv[v] = _mm512_loadu_ps(kt + d * ATT_BLOCK + 16 * v);
+        for (int v = 0; v < 4; v++) {
+            kv[v] = _mm512_loadu_ps(kt + d * ATT_BLOCK + 16 * v);
+            __asm__("" : "+v"(kv[v]));  // in a register: one load, not one per query
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < NQ; i++) {
             __m512 qv = _mm512_set1_ps(q[i * q_stride + d]);
