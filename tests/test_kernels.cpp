@@ -433,6 +433,30 @@ TEST_CASE("quantize_row_q8_0: each value within 0.57 d of the original; a zero b
     }
 }
 
+TEST_CASE("apply_rope: the angles kept from the last call give the bits computed afresh, whatever the order of calls") {
+    // (pos, head_dim, theta) in an order that hits and misses the kept angles
+    struct Call { int pos, hd; float theta; } calls[] = {{5, 64, 1e6f}, {5, 64, 1e6f}, {6, 64, 1e6f}, {5, 64, 1e6f},
+                                                        {5, 64, 1e4f}, {5, 8, 1e4f}, {5, 64, 1e4f}, {0, 64, 1e4f}, {32000, 64, 1e6f},
+                                                        {32000, 64, 1e6f}, {7, 128, 1e6f}};
+    std::mt19937 rng(9);
+    for (const Call& k : calls) {
+        int heads = 3, half = k.hd / 2;
+        std::vector<float> got = random_vec(heads * k.hd, rng), want = got;
+        apply_rope(got.data(), heads, k.hd, k.pos, k.theta);
+        for (int i = 0; i < half; i++) {  // the formula, computed here every time
+            double angle = k.pos * std::pow((double)k.theta, -2.0 * i / k.hd);
+            float c = (float)std::cos(angle), s = (float)std::sin(angle);
+            for (int h = 0; h < heads; h++) {
+                float* v = &want[(size_t)h * k.hd];
+                float a = v[i], b = v[i + half];
+                v[i] = a * c - b * s;
+                v[i + half] = b * c + a * s;
+            }
+        }
+        CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("quantize_row_q8_0_fast: bitwise equal to quantize_row_q8_0, halves, zeros, tiny and huge blocks included") {
     std::mt19937 rng(5);
     std::vector<float> x;
