@@ -211,7 +211,7 @@ static void collect_weights(Model& m, Weights& w) {
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 // keep: the weights as loaded.
-// pack: lay Q4_0/Q8_0 copies out for the AVX-512 tiles, as engine_load does
+// pack: lay Q4_0/Q5_0/Q8_0 copies out for the AVX-512 tiles, as engine_load does
 // for the weights it loads (model.cpp:pack_model).
 static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
     bool tied = m.lm_head.data == m.embed.data;

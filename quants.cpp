@@ -357,10 +357,11 @@ Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
 
 // ---------------------------------------------------------------------------
 // The layout for the tiles (quants.h:pack_mat). A Q4_0 block keeps after its
-// f16 scale 16 bytes of nibbles, a Q8_0 block 32 bytes of int8 codes: 4 or 8
-// words of 4 bytes. Word k of a Q4_0 block holds weights 4k..4k+3 (low
-// nibbles) and 16+4k..16+4k+3 (high nibbles); word j of a Q8_0 block
-// weights 4j..4j+3 — each word is one int32 lane of vpdpbusd. A group of 16
+// f16 scale 16 bytes of nibbles, a Q5_0 block 4 bytes of fifth bits and
+// then the nibbles, a Q8_0 block 32 bytes of int8 codes: 4, 5 or 8 words of
+// 4 bytes. Word k of Q4_0's nibbles holds weights 4k..4k+3 (low nibbles)
+// and 16+4k..16+4k+3 (high nibbles); word j of a Q8_0 block weights
+// 4j..4j+3 — each word feeds one int32 lane of vpdpbusd. A group of 16
 // rows, cols / 32 = nb blocks each, is stored as
 //   block 0: word 0 of rows 0..15 (64 bytes), word 1 of rows 0..15, ...
 //   block 1: the same, ... block nb-1
@@ -369,10 +370,10 @@ Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
 // bytes vpdpbusd wants (quants.cpp:int_block does the same). A group takes
 // exactly the bytes of its 16 rows in the file.
 
-static int packed_words(DType t) { return t == DType::Q8_0 ? 8 : 4; }
+static int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4; }
 
 bool can_pack(const Mat& W) {
-    return (W.dtype == DType::Q4_0 || W.dtype == DType::Q8_0) && W.rows % PACK_ROWS == 0 && W.cols % 32 == 0 &&
+    return (W.dtype == DType::Q4_0 || W.dtype == DType::Q5_0 || W.dtype == DType::Q8_0) && W.rows % PACK_ROWS == 0 && W.cols % 32 == 0 &&
            !W.packed;
 }
 

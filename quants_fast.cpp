@@ -519,7 +519,8 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
 // xs holds -xs_j of the token's blocks (the driver makes it once per call).
 INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* xs, int b,
                          __m512 acc[8]) {
-    const int words = t == DType::Q8_0 ? 8 : 4, shift = t == DType::Q8_0 ? 7 : 3;  // offset 128 or 8
+    const int words = t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4;
+    const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8
     const uint8_t* wb = g + (size_t)b * words * 64;
     __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)b * 32))),
                               _mm512_set1_ps(f16_at(xb)));
@@ -529,11 +530,28 @@ INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const
         for (int j = 0; j < 8; j++) q[j] = _mm512_loadu_si512((const void*)(wb + 64 * j));
     } else {  // word k: weights 4k.. in the low nibbles, 16+4k.. in the high ones
         const __m512i low4 = _mm512_set1_epi8(15);
+        const uint8_t* nib = wb + (t == DType::Q5_0 ? 64 : 0);  // Q5_0: word 0 is the fifth bits
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m512i v = _mm512_loadu_si512((const void*)(wb + 64 * k));
+            __m512i v = _mm512_loadu_si512((const void*)(nib + 64 * k));
             q[k] = _mm512_and_si512(v, low4);
             q[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
+        if (t == DType::Q5_0) {
+            // Bit i of a row's 32-bit word is weight i's fifth bit: byte c of
+            // it holds those of lanes j = 2c (bits 0-3) and 2c+1 (bits 4-7).
+            // Copied to the four bytes of its lane, tested bit by bit, it is
+            // the mask of the bytes that get 16.
+            __m512i qh = _mm512_loadu_si512((const void*)wb);
+            const __m512i in_lane = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+            const __m512i bits_lo = _mm512_set1_epi32(0x08040201), bits_hi = _mm512_set1_epi32((int)0x80402010);
+            const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i rep = _mm512_shuffle_epi8(qh, _mm512_add_epi8(in_lane, _mm512_set1_epi8((char)c)));
+                q[2 * c] = _mm512_mask_add_epi8(q[2 * c], _mm512_test_epi8_mask(rep, bits_lo), q[2 * c], sixteen);
+                q[2 * c + 1] = _mm512_mask_add_epi8(q[2 * c + 1], _mm512_test_epi8_mask(rep, bits_hi), q[2 * c + 1], sixteen);
+            }
         }
     }
 #pragma GCC unroll 8
@@ -551,7 +569,7 @@ INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint
     __m512 even[8], odd[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
-    const uint8_t* scales = g + (size_t)n_blocks * (t == DType::Q8_0 ? 8 : 4) * 64;
+    const uint8_t* scales = g + (size_t)n_blocks * (t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4) * 64;
     int b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
         packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
@@ -567,8 +585,9 @@ INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint
 
 static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs,
                                 const float* bias, float* out) {
-    __m512 r = t == DType::Q8_0 ? packed_group_t(DType::Q8_0, g, n_blocks, xq, xs)
-                                : packed_group_t(DType::Q4_0, g, n_blocks, xq, xs);
+    __m512 r = t == DType::Q8_0   ? packed_group_t(DType::Q8_0, g, n_blocks, xq, xs)
+               : t == DType::Q5_0 ? packed_group_t(DType::Q5_0, g, n_blocks, xq, xs)
+                                  : packed_group_t(DType::Q4_0, g, n_blocks, xq, xs);
     _mm512_storeu_ps(out, _mm512_add_ps(r, bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps()));
 }
 #endif  // QUANTS_AVX512

@@ -165,12 +165,12 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
     omp_set_num_threads(saved_threads);
 }
 
-TEST_CASE("gguf: Q4_0 and Q8_0 packed for the tiles keep every bit of the product and every row") {
+TEST_CASE("gguf: Q4_0, Q5_0 and Q8_0 packed for the tiles keep every bit of the product and every row") {
     std::mt19937 rng(12);
     std::normal_distribution<float> g(0.0f, 1.0f);
     int saved_threads = omp_get_max_threads();
     if (quant_simd_level() < 2) MESSAGE("skipped: this build has no AVX-512 VNNI, the packed tile is not compared (the reference is)");
-    for (DType t : {DType::Q4_0, DType::Q8_0})
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
         for (int n_blocks : {1, 3, 28}) {
             int cols = n_blocks * 32, rows = 48, T = 5;
             INFO(dtype_name(t) << ", " << rows << " x " << cols);
