@@ -182,6 +182,9 @@ Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
 // the weights above, and the activations the fast Q8_0 matmul multiplies.
 const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
 void quantize_row_q8_0(const float* x, int n, uint8_t* out);
+// The same bits without a library call per value (kernels_fast.cpp): what
+// quantize_activations runs.
+void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out);
 // The T rows of x [T, cols] as Q8_0 blocks, in one buffer that the next call
 // reuses: the activations of the integer matmuls (Q8_0 here, the 4-6-bit
 // formats in quants_fast.cpp).

@@ -245,6 +245,47 @@ static inline size_t row_bytes(const Mat& W) {
     return (size_t)W.cols * (W.dtype == DType::F32 ? 4 : 2);
 }
 
+// kernels.cpp:quantize_row_q8_0 with the same bits, written so that nothing
+// in it is a library call. The plain version calls fmax and lround once per
+// value (neither is inlined); a decode step quantizes ~7,500 activations
+// per layer that way, 11-13 us per product on average on the Zen 5
+// machine (one thread, 1-thread decode timed step by step), while the
+// other threads wait: ~5% of a Q8_0 token. This one takes 5-6.5 us there
+// (4,864 values: 22-24 us -> 8.6 us). Here:
+//   - the maximum of |x| with a compare (fmax differs only for NaN, and
+//     "x > m ? x : m" keeps m for a NaN x, as fmax does), in eight
+//     running maxima: one chain of 32 dependent compares was the slowest
+//     part, and a maximum is the same in any order;
+//   - lround (to nearest, halves away from zero) as truncation plus a
+//     step: t = trunc(v), and one more unit of v's sign when
+//     |v - t| >= 0.5 (v - t is exact: both have v's exponent or less),
+//     added as 0 or 1 without a branch (a branch on a random fraction
+//     mispredicts half the time: measured slower than the library call).
+//   The low 8 bits are kept, as (int8_t)lround(v) keeps them; past 2^31 (a
+//     block whose scale underflowed) both conversions leave a low byte of 0.
+void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out) {
+    for (int b = 0; b < n / Q8_BLOCK; b++) {
+        const float* xb = x + b * Q8_BLOCK;
+        float m[8] = {0};  // eight running maxima, not one chain of 32 (the maximum is the same in any order)
+        for (int j = 0; j < Q8_BLOCK; j++) {
+            float a = std::fabs(xb[j]);
+            m[j % 8] = a > m[j % 8] ? a : m[j % 8];
+        }
+        float amax = 0;
+        for (int j = 0; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
+        float d = amax / 127.0f;
+        uint16_t dh = f32_to_f16(d);
+        float inv = d > 0 ? 1.0f / d : 0.0f;
+        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
+        std::memcpy(blk, &dh, 2);
+        for (int j = 0; j < Q8_BLOCK; j++) {
+            float v = xb[j] * inv, t = std::trunc(v);
+            float step = std::fabs(v - t) >= 0.5f;  // 0 or 1, no branch: v's fraction is random
+            blk[2 + j] = (uint8_t)(int8_t)(int)(t + std::copysign(step, v));
+        }
+    }
+}
+
 // Activations quantized for a Q8_0 matmul: [T, cols/32 blocks]. One buffer,
 // reused by every call (matmul is never called from two threads at once).
 static std::vector<uint8_t> g_xq;
@@ -253,7 +294,7 @@ const uint8_t* quantize_activations(const float* x, int T, int cols) {
     size_t rb = (size_t)cols / Q8_BLOCK * Q8_BLOCK_BYTES;
     if (g_xq.size() < T * rb) g_xq.resize(T * rb);
     #pragma omp parallel for schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) quantize_row_q8_0(x + (size_t)t * cols, cols, &g_xq[t * rb]);
+    for (int t = 0; t < T; t++) quantize_row_q8_0_fast(x + (size_t)t * cols, cols, &g_xq[t * rb]);
     return g_xq.data();
 }
 

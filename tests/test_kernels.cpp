@@ -433,6 +433,62 @@ TEST_CASE("quantize_row_q8_0: each value within 0.57 d of the original; a zero b
     }
 }
 
+TEST_CASE("apply_rope: the angles kept from the last call give the bits computed afresh, whatever the order of calls") {
+    // (pos, head_dim, theta) in an order that hits and misses the kept angles
+    struct Call { int pos, hd; float theta; } calls[] = {{5, 64, 1e6f}, {5, 64, 1e6f}, {6, 64, 1e6f}, {5, 64, 1e6f},
+                                                        {5, 64, 1e4f}, {5, 8, 1e4f}, {5, 64, 1e4f}, {0, 64, 1e4f}, {32000, 64, 1e6f},
+                                                        {32000, 64, 1e6f}, {7, 128, 1e6f}};
+    std::mt19937 rng(9);
+    for (const Call& k : calls) {
+        int heads = 3, half = k.hd / 2;
+        std::vector<float> got = random_vec(heads * k.hd, rng), want = got;
+        apply_rope(got.data(), heads, k.hd, k.pos, k.theta);
+        for (int i = 0; i < half; i++) {  // the formula, computed here every time
+            double angle = k.pos * std::pow((double)k.theta, -2.0 * i / k.hd);
+            float c = (float)std::cos(angle), s = (float)std::sin(angle);
+            for (int h = 0; h < heads; h++) {
+                float* v = &want[(size_t)h * k.hd];
+                float a = v[i], b = v[i + half];
+                v[i] = a * c - b * s;
+                v[i + half] = b * c + a * s;
+            }
+        }
+        CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("quantize_row_q8_0_fast: bitwise equal to quantize_row_q8_0, halves, zeros, tiny and huge blocks included") {
+    std::mt19937 rng(5);
+    std::vector<float> x;
+    for (int b = 0; b < 64; b++) {  // random blocks over many magnitudes
+        float scale = std::ldexp(1.0f, (int)(rng() % 60) - 30);
+        for (float v : random_vec(32, rng)) x.push_back(v * scale);
+    }
+    // amax 127 makes d = 1: each value is its own v, here every half k + 0.5 and its neighbours
+    for (int k = -127; k < 127; k += 1) {
+        float block[32];
+        for (int j = 0; j < 32; j++) block[j] = 0.0f;
+        block[0] = 127.0f;
+        block[1] = k + 0.5f, block[2] = std::nextafter(k + 0.5f, 1e9f), block[3] = std::nextafter(k + 0.5f, -1e9f);
+        block[4] = -(k + 0.5f), block[5] = -0.0f, block[6] = (float)k, block[7] = -127.0f;
+        x.insert(x.end(), block, block + 32);
+    }
+    float odd[][2] = {{0.0f, 0.0f}, {1e-40f, -3e-41f}, {1e-38f, 2e-45f}, {3e38f, -1e38f}, {INFINITY, 1.0f}, {NAN, 2.0f}};
+    for (auto& o : odd) {  // zero, subnormal (its scale underflows), huge, inf and NaN blocks
+        for (int j = 0; j < 32; j++) x.push_back(j % 2 ? o[1] * (j / 32.0f) : o[0]);
+    }
+    int nb = (int)x.size() / 32;
+    std::vector<uint8_t> want(nb * Q8_BLOCK_BYTES), got(nb * Q8_BLOCK_BYTES);
+    quantize_row_q8_0(x.data(), (int)x.size(), want.data());
+    quantize_row_q8_0_fast(x.data(), (int)x.size(), got.data());
+    int differ = 0;
+    for (int b = 0; b < nb; b++)
+        if (std::memcmp(&want[b * Q8_BLOCK_BYTES], &got[b * Q8_BLOCK_BYTES], Q8_BLOCK_BYTES) != 0) {
+            if (differ++ < 3) MESSAGE("block " << b << " differs");
+        }
+    CHECK(differ == 0);
+}
+
 TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set bitwise equal to the scalar twin, and plain within the bound") {
     std::mt19937 rng(11);
     std::vector<KernelSet> sets = simd_sets();
