@@ -48,6 +48,7 @@
 #include "gguf.h"
 #include "quants.h"
 #include "kernels.h"
+#include "kernels_cuda.h"
 #include "model.h"
 #include "net.h"
 
@@ -210,7 +211,9 @@ static void collect_weights(Model& m, Weights& w) {
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 // keep: the weights as loaded.
-static bool use_weights(Model& m, Weights& w, DType dt, bool keep) {
+// pack: lay Q4_0/Q5_0/Q8_0 copies out for the AVX-512 tiles, as engine_load does
+// for the weights it loads (model.cpp:pack_model).
+static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
     bool tied = m.lm_head.data == m.embed.data;
     w.storage.clear();  // frees the previous copies before making new ones
     w.storage.shrink_to_fit();
@@ -225,10 +228,25 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep) {
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
         *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
+        if (pack && can_pack(*w.mats[i])) pack_mat(*w.mats[i], w.storage.back());
         release_file_pages(m, o.data, o.bytes());  // as --quant does; read again if a later row uses them
     }
     if (tied) m.embed = m.lm_head;
     return true;
+}
+
+// Whether some matrix still reads the mapped file (not a copy: --quant's,
+// a conversion above, or model.cpp:pack_model's).
+static bool reads_file(const Model& m, const Weights& w) {
+    auto inside = [](const void* p, const void* map, size_t size) {
+        return map && (const uint8_t*)p >= (const uint8_t*)map && (const uint8_t*)p < (const uint8_t*)map + size;
+    };
+    for (const Mat* p : w.mats) {
+        if (inside(p->data, m.map, m.file_size)) return true;
+        for (const MappedFile& f : m.files)
+            if (inside(p->data, f.map, f.size)) return true;
+    }
+    return false;
 }
 
 // Bytes decode reads per token: every matrix once (the embedding lookup is
@@ -362,6 +380,7 @@ int cmd_bench(int argc, char** argv) {
     eo.model = path;
     eo.kernels = sets.empty() ? KernelSet::Fast : sets[0];
     engine_load(e, eo, ENGINE_MODEL);  // the KV caches are made per kernel set below
+    bool packs = g_kernels.simd && quant_simd_for(g_kernels.simd->name) >= 2 && g_device == Device::CPU;
     Model& m = e.model;
     const Config& c = m.cfg;
     Bandwidth bandwidth;
@@ -399,7 +418,7 @@ int cmd_bench(int argc, char** argv) {
         DType dt = types[ti];
         bool keep = quants[ti] == "file";
         const char* label = keep ? "file" : dtype_name(dt);
-        if (!use_weights(m, w, dt, keep)) {
+        if (!use_weights(m, w, dt, keep, packs)) {
             printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
         }
@@ -440,7 +459,7 @@ int cmd_bench(int argc, char** argv) {
                     int next = argmax(prefill(16), c.vocab);
                     bw_near.push_back(bandwidth.measure());
                     // The probe read the file; weights that all live in copies do not need its pages.
-                    if (bandwidth.data && w.storage.size() == w.mats.size()) release_file_pages(m, m.map, m.file_size);
+                    if (bandwidth.data && !reads_file(m, w)) release_file_pages(m, m.map, m.file_size);
                     double t0 = now_s();
                     for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                     tg.push_back(n_decode / (now_s() - t0));

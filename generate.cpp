@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "generate.h"
 #include "quants.h"
+#include "kernels_cuda.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -36,6 +37,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
     kernels_init(o.kernels, o.threads);
     load_model(e.model, path);
     if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
+    if (g_kernels.simd && quant_simd_for(g_kernels.simd->name) >= 2 && g_device == Device::CPU) pack_model(e.model);
     if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);

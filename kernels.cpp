@@ -90,6 +90,12 @@ static inline float weight_at(const Mat& W, size_t i) {
 }
 
 void mat_row_to_f32(const Mat& W, int r, float* out) {
+    if (W.packed) {  // laid out for the tiles (quants.h:pack_mat): the row as the file has it first
+        std::vector<uint8_t> row(dtype_row_bytes(W.dtype, W.cols));
+        packed_row(W, r, row.data());
+        dequantize_row(W.dtype, row.data(), W.cols, out);
+        return;
+    }
     if (dtype_is_low_bit(W.dtype)) {
         dequantize_row(W.dtype, (const uint8_t*)W.data + r * dtype_row_bytes(W.dtype, W.cols), W.cols, out);
         return;
@@ -119,7 +125,7 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 // kernels_fast.cpp's, quants.h). Everything else to kernels_fast.cpp.
 static bool goes_to_quants(const Mat& W) {
     bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && !g_kernels.simd->tile_q8;
-    return dtype_is_low_bit(W.dtype) || q8_here;
+    return dtype_is_low_bit(W.dtype) || q8_here || W.packed;
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
@@ -137,7 +143,7 @@ void matmul_many(const MatmulOut* outs, int n, const float* x, int T) {
     for (int i = 0; i < n; i++) {
         const Mat& W = *outs[i].W;
         if (!g_kernels.simd) {
-            if (dtype_is_low_bit(W.dtype)) matmul_quant_plain(outs[i].out, x, W, outs[i].bias, T);
+            if (dtype_is_low_bit(W.dtype) || W.packed) matmul_quant_plain(outs[i].out, x, W, outs[i].bias, T);
             else matmul_plain(outs[i].out, x, W, outs[i].bias, T);
         } else {
             matmul_many(&outs[i], 1, x, T);

@@ -21,6 +21,9 @@ struct Mat {
     int rows = 0, cols = 0;
     const void* data = nullptr;
     size_t bytes() const;
+    // 0: rows one after another as the file stores them. PACK_ROWS (16): the
+    // blocks of each 16 rows interleaved for the integer tiles (quants.h:pack_mat).
+    int packed = 0;
 };
 
 // The kernel sets (--kernels). One rule for all of them: net.cpp calls the

@@ -479,3 +479,31 @@ void quantize_model(Model& m, DType to) {
         for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
     if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }
+
+// The fast kernels' layout: every Q4_0, Q5_0 and Q8_0 matrix whose rows come in
+// groups of 16 is laid out for the AVX-512 integer tiles (quants.h:pack_mat:
+// the same bytes in other places; one 64-byte line per vpdpbusd for 16
+// rows). A copy that --quant made is rearranged where it lies; a matrix
+// read from the file is copied (into huge pages, as above) and its file
+// pages are released, so the resident set stays at the weights once. Tied
+// embeddings stay one matrix: the embedding lookup reads a packed row
+// through kernels.cpp:mat_row_to_f32. --kernels plain reads the file's
+// layout, and this is not called for it (generate.cpp:engine_load).
+void pack_model(Model& m) {
+    auto pack = [&](Mat& w) {
+        if (!can_pack(w)) return;
+        for (std::vector<uint8_t>& v : m.owned)
+            if (v.data() == w.data) return pack_mat(w, v);  // --quant's copy: in place
+        m.owned.emplace_back();
+        prefer_huge_pages(m.owned.back(), w.bytes());
+        Mat src = w;
+        pack_mat(w, m.owned.back());
+        release_file_pages(m, src.data, src.bytes());
+    };
+    bool tied = m.lm_head.data == m.embed.data;
+    pack(m.embed);
+    if (tied) m.lm_head = m.embed;
+    else pack(m.lm_head);
+    for (auto& L : m.layers)
+        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*w);
+}

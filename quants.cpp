@@ -356,13 +356,96 @@ Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
 }
 
 // ---------------------------------------------------------------------------
+// The layout for the tiles (quants.h:pack_mat). A Q4_0 block keeps after its
+// f16 scale 16 bytes of nibbles, a Q5_0 block 4 bytes of fifth bits and
+// then the nibbles, a Q8_0 block 32 bytes of int8 codes: 4, 5 or 8 words of
+// 4 bytes. Word k of Q4_0's nibbles holds weights 4k..4k+3 (low nibbles)
+// and 16+4k..16+4k+3 (high nibbles); word j of a Q8_0 block weights
+// 4j..4j+3 — each word feeds one int32 lane of vpdpbusd. A group of 16
+// rows, cols / 32 = nb blocks each, is stored as
+//   block 0: word 0 of rows 0..15 (64 bytes), word 1 of rows 0..15, ...
+//   block 1: the same, ... block nb-1
+//   then the f16 scales: block 0's of rows 0..15 (32 bytes), block 1's, ...
+// Q8_0's codes c are kept as c + 128 (the top bit flipped), the unsigned
+// bytes vpdpbusd wants (quants.cpp:int_block does the same). A group takes
+// exactly the bytes of its 16 rows in the file.
+
+static int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4; }
+
+bool can_pack(const Mat& W) {
+    return (W.dtype == DType::Q4_0 || W.dtype == DType::Q5_0 || W.dtype == DType::Q8_0) && W.rows % PACK_ROWS == 0 && W.cols % 32 == 0 &&
+           !W.packed;
+}
+
+// Where word k of block b of row `lane` lives in a group, and where its scale.
+static size_t word_at(DType t, int nb, int b, int k, int lane) {
+    (void)nb;
+    return ((size_t)b * packed_words(t) + k) * 4 * PACK_ROWS + 4 * lane;
+}
+static size_t scale_at(DType t, int nb, int b, int lane) {
+    return (size_t)nb * packed_words(t) * 4 * PACK_ROWS + ((size_t)b * PACK_ROWS + lane) * 2;
+}
+
+void packed_row(const Mat& W, int r, uint8_t* out) {
+    DType t = W.dtype;
+    int nb = W.cols / 32, bb = dtype_block_bytes(t);
+    uint8_t flip = t == DType::Q8_0 ? 0x80 : 0;
+    size_t group = (size_t)PACK_ROWS * dtype_row_bytes(t, W.cols);
+    const uint8_t* g = (const uint8_t*)W.data + (size_t)(r / PACK_ROWS) * group;
+    int lane = r % PACK_ROWS;
+    for (int b = 0; b < nb; b++) {
+        uint8_t* o = out + (size_t)b * bb;
+        std::memcpy(o, g + scale_at(t, nb, b, lane), 2);
+        for (int k = 0; k < packed_words(t); k++)
+            for (int i = 0; i < 4; i++) o[2 + 4 * k + i] = g[word_at(t, nb, b, k, lane) + i] ^ flip;
+    }
+}
+
+void pack_mat(Mat& W, std::vector<uint8_t>& storage) {
+    if (!can_pack(W)) fail("pack_mat: a %s matrix of %d x %d cannot be packed", dtype_name(W.dtype), W.rows, W.cols);
+    DType t = W.dtype;
+    int nb = W.cols / 32, bb = dtype_block_bytes(t);
+    uint8_t flip = t == DType::Q8_0 ? 0x80 : 0;
+    size_t rb = dtype_row_bytes(t, W.cols), group = (size_t)PACK_ROWS * rb;
+    bool in_place = W.data == storage.data();
+    if (!in_place) storage.resize(W.bytes());
+    #pragma omp parallel
+    {
+        std::vector<uint8_t> g(group);
+        #pragma omp for schedule(static)
+        for (int first = 0; first < W.rows; first += PACK_ROWS) {
+            const uint8_t* src = (const uint8_t*)W.data + (size_t)first * rb;
+            for (int lane = 0; lane < PACK_ROWS; lane++)
+                for (int b = 0; b < nb; b++) {
+                    const uint8_t* in = src + lane * rb + (size_t)b * bb;
+                    std::memcpy(&g[scale_at(t, nb, b, lane)], in, 2);
+                    for (int k = 0; k < packed_words(t); k++)
+                        for (int i = 0; i < 4; i++) g[word_at(t, nb, b, k, lane) + i] = in[2 + 4 * k + i] ^ flip;
+                }
+            std::memcpy(&storage[(size_t)first * rb], g.data(), group);  // the group's own bytes: in place is safe
+        }
+    }
+    W.data = storage.data();
+    W.packed = PACK_ROWS;
+}
+
+// Row r of W as the file stores it: in place, or unpacked into `tmp`.
+static const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp) {
+    size_t rb = dtype_row_bytes(W.dtype, W.cols);
+    if (!W.packed) return (const uint8_t*)W.data + (size_t)r * rb;
+    tmp.resize(rb);
+    packed_row(W, r, tmp.data());
+    return tmp.data();
+}
+
+// ---------------------------------------------------------------------------
 // The reference product: each row dequantized with the function above, the
 // dot product summed in double.
 void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
     std::vector<float> w(W.cols);
-    size_t rb = dtype_row_bytes(W.dtype, W.cols);
+    std::vector<uint8_t> tmp;
     for (int r = 0; r < W.rows; r++) {
-        dequantize_row(W.dtype, (const uint8_t*)W.data + r * rb, W.cols, w.data());
+        dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, w.data());
         for (int t = 0; t < T; t++) {
             const float* xt = x + (size_t)t * W.cols;
             double sum = bias ? bias[r] : 0.0;

@@ -41,6 +41,21 @@ void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
 
+// Decode reads every weight once per token, so how the bytes lie decides
+// how many instructions each weight costs. pack_mat lays out a Q4_0, Q5_0 or Q8_0
+// matrix for the integer tiles: each group of PACK_ROWS rows stores, per
+// block, its 4-byte words of codes with the same word of all 16 rows side
+// by side (one 64-byte line feeds one vpdpbusd for 16 rows), and the groups'
+// f16 scales 16 in a row after them (drawn in quants.cpp). The same bytes,
+// the same numbers: only their places change, so every product keeps its
+// bits. can_pack says which matrices qualify; packed_row gives row r back
+// as the file stores it (the plain kernels and the embedding lookup read
+// that). In place when W.data is storage's own data, else a copy in storage.
+const int PACK_ROWS = 16;
+bool can_pack(const Mat& W);
+void pack_mat(Mat& W, std::vector<uint8_t>& storage);
+void packed_row(const Mat& W, int r, uint8_t* out);
+
 // Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from
 // the super-block's 12 scale bytes s (the layout is drawn in quants.cpp).
 static inline void kscale_get(const uint8_t* s, int j, int& sc, int& mn) {

@@ -505,6 +505,91 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
     if (t == DType::Q8_0) return tile_avx512_t(DType::Q8_0, w, n_rows, x, n_tokens, n_blocks, out);
     FOR_EACH_FORMAT(tile_avx512_t)
 }
+
+// ---------------------------------------------------------------------------
+// The packed layout (quants.h:pack_mat): 16 rows in the 16 int32 lanes. A
+// 64-byte line of a group holds word j of one block of all 16 rows, so one
+// vpdpbusd, against the token's word j broadcast, makes the sum p_j of the
+// 16 rows at once; the order's float lanes become 16 registers (lane j,
+// even or odd block), each holding that lane for the 16 rows, and the fold
+// is adds between registers. Per block of 16 rows: 8 vpdpbusd, 8
+// conversions, 8 fused multiply-adds and one scale vector — no shuffles,
+// no scale broadcasts, no horizontal sums. The same integers and the same
+// float operations in the same order as the reference: the same bits.
+// xs holds -xs_j of the token's blocks (the driver makes it once per call).
+INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* xs, int b,
+                         __m512 acc[8]) {
+    const int words = t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4;
+    const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8
+    const uint8_t* wb = g + (size_t)b * words * 64;
+    __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)b * 32))),
+                              _mm512_set1_ps(f16_at(xb)));
+    __m512i q[8];
+    if (t == DType::Q8_0) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) q[j] = _mm512_loadu_si512((const void*)(wb + 64 * j));
+    } else {  // word k: weights 4k.. in the low nibbles, 16+4k.. in the high ones
+        const __m512i low4 = _mm512_set1_epi8(15);
+        const uint8_t* nib = wb + (t == DType::Q5_0 ? 64 : 0);  // Q5_0: word 0 is the fifth bits
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i v = _mm512_loadu_si512((const void*)(nib + 64 * k));
+            q[k] = _mm512_and_si512(v, low4);
+            q[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
+        if (t == DType::Q5_0) {
+            // Bit i of a row's 32-bit word is weight i's fifth bit: byte c of
+            // it holds those of lanes j = 2c (bits 0-3) and 2c+1 (bits 4-7).
+            // Copied to the four bytes of its lane, tested bit by bit, it is
+            // the mask of the bytes that get 16.
+            __m512i qh = _mm512_loadu_si512((const void*)wb);
+            const __m512i in_lane = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+            const __m512i bits_lo = _mm512_set1_epi32(0x08040201), bits_hi = _mm512_set1_epi32((int)0x80402010);
+            const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i rep = _mm512_shuffle_epi8(qh, _mm512_add_epi8(in_lane, _mm512_set1_epi8((char)c)));
+                q[2 * c] = _mm512_mask_add_epi8(q[2 * c], _mm512_test_epi8_mask(rep, bits_lo), q[2 * c], sixteen);
+                q[2 * c + 1] = _mm512_mask_add_epi8(q[2 * c + 1], _mm512_test_epi8_mask(rep, bits_hi), q[2 * c + 1], sixteen);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        int32_t xw;
+        std::memcpy(&xw, xb + 2 + 4 * j, 4);
+        __m512i s = _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + j]), shift);  // -offset * xs_j
+        s = _mm512_dpbusd_epi32(s, q[j], _mm512_set1_epi32(xw));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sd, acc[j]);
+    }
+}
+
+// One group of 16 rows times one token: 16 results (before the bias).
+INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
+    __m512 even[8], odd[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
+    const uint8_t* scales = g + (size_t)n_blocks * (t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4) * 64;
+    int b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+        packed_block(t, g, scales, xq + (size_t)(b + 1) * Q8_BLOCK_BYTES, xs, b + 1, odd);
+    }
+    if (b < n_blocks) packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+    __m512 u[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) u[j] = _mm512_add_ps(even[j], odd[j]);
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(u[0], u[4]), _mm512_add_ps(u[2], u[6])),
+                         _mm512_add_ps(_mm512_add_ps(u[1], u[5]), _mm512_add_ps(u[3], u[7])));
+}
+
+static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs,
+                                const float* bias, float* out) {
+    __m512 r = t == DType::Q8_0   ? packed_group_t(DType::Q8_0, g, n_blocks, xq, xs)
+               : t == DType::Q5_0 ? packed_group_t(DType::Q5_0, g, n_blocks, xq, xs)
+                                  : packed_group_t(DType::Q4_0, g, n_blocks, xq, xs);
+    _mm512_storeu_ps(out, _mm512_add_ps(r, bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps()));
+}
 #endif  // QUANTS_AVX512
 
 // ---------------------------------------------------------------------------
@@ -520,8 +605,13 @@ struct QuantDriver {
     int tile_rows = 1, group = MAX_TILE;
 };
 
-static QuantDriver driver_for(DType t, int T, int simd) {
+static QuantDriver driver_for(const Mat& W, int T, int simd) {
     QuantDriver d;
+    DType t = W.dtype;
+    if (W.packed) {  // a tile is a group of 16 rows (packed_tile)
+        d.tile_rows = W.packed;
+        return d;
+    }
 #ifdef QUANTS_AVX2
     // (Q8_0's codes of 8 bits would overflow pmaddubsw's int16 pairs.)
     if (simd == 1 && t != DType::Q8_0) d.tile = tile_avx2, d.tile_rows = T == 1 ? A2_DECODE_ROWS : A2_ROWS, d.group = A2_TOKENS;
@@ -530,6 +620,46 @@ static QuantDriver driver_for(DType t, int T, int simd) {
     if (simd >= 2) d.tile = tile_avx512, d.tile_rows = T == 1 ? A5_DECODE_ROWS : A5_ROWS, d.group = A5_TOKENS;
 #endif
     return d;
+}
+
+// A packed matrix's tile i: rows 16i .. 16i+15, every token. Without the
+// AVX-512 tile, the reference on each row as the file stores it.
+static void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const int32_t* xs, int T, int simd) {
+    const Mat& W = *o.W;
+    int n_blocks = W.cols / Q8_BLOCK, first = i * W.packed;
+    size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, rb = dtype_row_bytes(W.dtype, W.cols);
+#ifdef QUANTS_AVX512
+    if (simd >= 2) {
+        const uint8_t* g = (const uint8_t*)W.data + (size_t)first * rb;
+        for (int t = 0; t < T; t++)
+            packed_group_avx512(W.dtype, g, n_blocks, xq + t * xq_bytes, xs + (size_t)t * n_blocks * 8,
+                                o.bias ? o.bias + first : nullptr, o.out + (size_t)t * W.rows + first);
+        return;
+    }
+#endif
+    (void)xs;
+    (void)simd;
+    std::vector<uint8_t> row(rb);
+    for (int r = first; r < first + W.packed; r++) {
+        packed_row(W, r, row.data());
+        for (int t = 0; t < T; t++)
+            o.out[(size_t)t * W.rows + r] = dot_quant_q8(W.dtype, row.data(), xq + t * xq_bytes, W.cols) + (o.bias ? o.bias[r] : 0.0f);
+    }
+}
+
+// -xs_j of every block of every token (int32, [T][n_blocks][8]): the packed
+// tiles start each lane's sum there. Made once per call, read by all tiles.
+static std::vector<int32_t> g_xs;
+
+static const int32_t* activation_sums(const uint8_t* xq, int T, int cols) {
+    int n_blocks = cols / Q8_BLOCK;
+    g_xs.resize((size_t)T * n_blocks * 8);
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < n_blocks; b++) {
+            const int8_t* x = (const int8_t*)(xq + ((size_t)t * n_blocks + b) * Q8_BLOCK_BYTES + 2);
+            for (int j = 0; j < 8; j++) g_xs[((size_t)t * n_blocks + b) * 8 + j] = -(x[4 * j] + x[4 * j + 1] + x[4 * j + 2] + x[4 * j + 3]);
+        }
+    return g_xs.data();
 }
 
 static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, const QuantDriver& d) {
@@ -557,16 +687,20 @@ void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T,
     if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
     QuantDriver d[MAX_MATMUL_OUTS];
     int first[MAX_MATMUL_OUTS + 1] = {0};
+    bool packed = false;
     for (int m = 0; m < n; m++) {
-        d[m] = driver_for(outs[m].W->dtype, T, simd);
+        d[m] = driver_for(*outs[m].W, T, simd);
         first[m + 1] = first[m] + (outs[m].W->rows + d[m].tile_rows - 1) / d[m].tile_rows;
+        packed = packed || outs[m].W->packed;
     }
     const uint8_t* xq = quantize_activations(x, T, outs[0].W->cols);
+    const int32_t* xs = packed ? activation_sums(xq, T, outs[0].W->cols) : nullptr;
     #pragma omp parallel for schedule(static)
     for (int tile = 0; tile < first[n]; tile++) {
         int m = 0;
         while (tile >= first[m + 1]) m++;
-        run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
+        if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs, T, simd);
+        else run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
     }
 }
 

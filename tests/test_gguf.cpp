@@ -165,6 +165,70 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
     omp_set_num_threads(saved_threads);
 }
 
+TEST_CASE("gguf: Q4_0, Q5_0 and Q8_0 packed for the tiles keep every bit of the product and every row") {
+    std::mt19937 rng(12);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    int saved_threads = omp_get_max_threads();
+    if (quant_simd_level() < 2) MESSAGE("skipped: this build has no AVX-512 VNNI, the packed tile is not compared (the reference is)");
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
+        for (int n_blocks : {1, 3, 28}) {
+            int cols = n_blocks * 32, rows = 48, T = 5;
+            INFO(dtype_name(t) << ", " << rows << " x " << cols);
+            std::vector<float> w((size_t)rows * cols), x((size_t)T * cols), bias(rows), a(cols), b(cols);
+            for (auto& v : w) v = g(rng);
+            for (auto& v : x) v = g(rng);
+            for (auto& v : bias) v = g(rng);
+            std::vector<uint8_t> file, packed, copy;
+            Mat W{DType::F32, rows, cols, w.data()};
+            Mat Q = quantize_mat(W, t, file);
+            Mat P = Q;
+            CHECK(can_pack(P));
+            pack_mat(P, packed);  // a copy
+            CHECK(P.data == packed.data());
+            copy.assign(file.begin(), file.end());
+            Mat R = Q;
+            R.data = copy.data();
+            pack_mat(R, copy);  // in place
+            CHECK(R.packed == PACK_ROWS);
+            CHECK(std::memcmp(P.data, R.data, Q.bytes()) == 0);
+            CHECK(std::memcmp(P.data, Q.data, Q.bytes()) != 0);  // the bytes did move
+            std::vector<uint8_t> row(dtype_row_bytes(t, cols));
+            size_t rb = row.size();
+            for (int r = 0; r < rows; r++) {
+                packed_row(P, r, row.data());
+                CHECK(std::memcmp(row.data(), file.data() + r * rb, rb) == 0);
+                mat_row_to_f32(P, r, a.data());
+                mat_row_to_f32(Q, r, b.data());
+                CHECK(std::memcmp(a.data(), b.data(), cols * 4) == 0);
+            }
+            std::vector<float> ref((size_t)T * rows), got((size_t)T * rows);
+            matmul_quant_plain(ref.data(), x.data(), Q, bias.data(), T);
+            matmul_quant_plain(got.data(), x.data(), P, bias.data(), T);
+            CHECK(std::memcmp(ref.data(), got.data(), ref.size() * 4) == 0);
+            std::vector<uint8_t> xq((size_t)cols / 32 * Q8_BLOCK_BYTES);
+            for (int simd = 0; simd <= quant_simd_level(); simd++)
+                for (int threads : {1, 3})
+                    for (int batch : {1, 2, 5}) {
+                        omp_set_num_threads(threads);
+                        std::vector<float> fast((size_t)batch * rows);
+                        matmul_quant_fast(fast.data(), x.data(), P, bias.data(), batch, simd);
+                        int same = 0;
+                        for (int k = 0; k < batch; k++) {
+                            quantize_row_q8_0(&x[(size_t)k * cols], cols, xq.data());
+                            for (int r = 0; r < rows; r++) {
+                                float want = dot_quant_q8(t, file.data() + r * rb, xq.data(), cols) + bias[r];
+                                same += std::memcmp(&fast[(size_t)k * rows + r], &want, 4) == 0;
+                            }
+                        }
+                        INFO("simd " << simd << ", " << threads << " threads, batch " << batch);
+                        CHECK(same == batch * rows);  // bitwise: the reference's order
+                    }
+        }
+    Mat odd{DType::Q4_0, 40, 64, nullptr};
+    CHECK_FALSE(can_pack(odd));  // 40 rows are not groups of 16: such a matrix keeps the file's layout
+    omp_set_num_threads(saved_threads);
+}
+
 // ---------------------------------------------------------------------------
 // Files built in memory.
 

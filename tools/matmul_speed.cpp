@@ -7,7 +7,12 @@
 //   build/matmul_speed [--kernels avx512] [--threads 2] [--tokens 128] [--reps 5]
 // Prints, per shape, the best of `reps` runs. The weights are random bf16,
 // the activations random f32: only the time is of interest here.
+// --type q4_0 (any weight type) quantizes them; --layout packed then lays a
+// Q4_0/Q5_0/Q8_0 matrix out for the AVX-512 tiles (quants.h:pack_mat), as
+// loading does, and --layout file keeps the file's layout:
+//   build/matmul_speed --type q4_0 --layout file --tokens 1 --threads 1 --reps 200
 #include "kernels.h"
+#include "quants.h"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +21,7 @@
 #include <string>
 
 static void run(int argc, char** argv) {
-    std::string set = "avx512";
+    std::string set = "avx512", type = "bf16", layout = "packed";
     int threads = 2, T = 128, reps = 5;
     for (int i = 1; i < argc; i += 2) {
         std::string a = argv[i];
@@ -25,6 +30,8 @@ static void run(int argc, char** argv) {
         else if (a == "--threads") threads = atoi(argv[i + 1]);
         else if (a == "--tokens") T = atoi(argv[i + 1]);
         else if (a == "--reps") reps = atoi(argv[i + 1]);
+        else if (a == "--type") type = argv[i + 1];
+        else if (a == "--layout") layout = argv[i + 1];
         else fail("matmul_speed: unknown flag %s", a.c_str());
     }
     int found = -1;
@@ -32,6 +39,8 @@ static void run(int argc, char** argv) {
         if (set == KERNEL_SETS[i].name) found = i;
     if (found < 0) fail("matmul_speed: --kernels %s is not a kernel set (./run --help lists them)", set.c_str());
     if (T < 1 || reps < 1) fail("matmul_speed: --tokens and --reps must be at least 1");
+    if (layout != "file" && layout != "packed") fail("matmul_speed: --layout %s is not file or packed", layout.c_str());
+    DType dt = parse_weight_type("--type", type);
     kernels_init(KERNEL_SETS[found].set, threads);
     struct Shape { const char* name; int rows, cols; } shapes[] = {
         {"q 896x896", 896, 896}, {"k 128x896", 128, 896}, {"o 896x896", 896, 896},
@@ -41,12 +50,16 @@ static void run(int argc, char** argv) {
     std::vector<float> x((size_t)T * 4864), out((size_t)T * 4864);
     for (auto& v : x) v = nd(rng);
     double total_flop = 0, total_s = 0;
-    printf("%s, %d threads, %d tokens\n", kernel_path_name(), threads, T);
+    printf("%s, %d threads, %d tokens, %s weights%s\n", kernel_path_name(), threads, T, type.c_str(),
+           dt == DType::BF16 ? "" : layout == "packed" ? " (packed where the tiles take them)" : " (the file's layout)");
     for (auto& s : shapes) {
         std::vector<uint16_t> w((size_t)s.rows * s.cols);
         for (auto& v : w) v = f32_to_bf16(nd(rng) * 0.05f);
         Mat W;
         W.dtype = DType::BF16, W.rows = s.rows, W.cols = s.cols, W.data = w.data();
+        std::vector<uint8_t> q;
+        if (dt != DType::BF16) W = quantize_mat(W, dt, q);
+        if (layout == "packed" && can_pack(W) && quant_simd_for(kernel_path_name()) >= 2) pack_mat(W, q);
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             auto t0 = std::chrono::steady_clock::now();
