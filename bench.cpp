@@ -211,8 +211,10 @@ static void collect_weights(Model& m, Weights& w) {
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 // keep: the weights as loaded.
-// pack: lay Q4_0/Q5_0/Q8_0 copies out for the AVX-512 tiles, as engine_load does
-// for the weights it loads (model.cpp:pack_model).
+// pack: lay Q4_0/Q5_0/Q8_0 matrices out for the AVX-512 tiles, as engine_load
+// does for the weights it loads (model.cpp:pack_model); the file's own
+// matrices get packed copies. Each kernel set gets the layout it reads, so a
+// row of `--kernels avx2` never runs on a layout made for another set.
 static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
     bool tied = m.lm_head.data == m.embed.data;
     w.storage.clear();  // frees the previous copies before making new ones
@@ -220,15 +222,17 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
     w.storage.reserve(w.mats.size());
     for (size_t i = 0; i < w.mats.size(); i++) *w.mats[i] = w.original[i];
     if (tied) m.embed = m.lm_head;
-    if (keep) return true;
     for (size_t i = 0; i < w.mats.size(); i++) {
         const Mat& o = w.original[i];
-        DType t = block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
-        if (o.dtype == t) continue;
+        DType t = keep ? o.dtype : block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
+        Mat as_t = o;
+        as_t.dtype = t;
+        bool packs = pack && can_pack(as_t);
+        if (o.dtype == t && !packs) continue;
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
-        *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
-        if (pack && can_pack(*w.mats[i])) pack_mat(*w.mats[i], w.storage.back());
+        if (o.dtype != t) *w.mats[i] = quantize_mat(o, t, w.storage.back());  // any type (quants.h)
+        if (packs) pack_mat(*w.mats[i], w.storage.back());  // in place, or a copy of the file's matrix
         release_file_pages(m, o.data, o.bytes());  // as --quant does; read again if a later row uses them
     }
     if (tied) m.embed = m.lm_head;
@@ -378,9 +382,9 @@ int cmd_bench(int argc, char** argv) {
     Engine e;
     EngineOptions eo = o.engine;
     eo.model = path;
-    eo.kernels = sets.empty() ? KernelSet::Fast : sets[0];
+    eo.kernels = KernelSet::Plain;  // the weights as in the file: use_weights lays them out per kernel set
     engine_load(e, eo, ENGINE_MODEL);  // the KV caches are made per kernel set below
-    bool packs = g_kernels.simd && quant_simd_for(g_kernels.simd->name) >= 2 && g_device == Device::CPU;
+    kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     Model& m = e.model;
     const Config& c = m.cfg;
     Bandwidth bandwidth;
@@ -418,7 +422,9 @@ int cmd_bench(int argc, char** argv) {
         DType dt = types[ti];
         bool keep = quants[ti] == "file";
         const char* label = keep ? "file" : dtype_name(dt);
-        if (!use_weights(m, w, dt, keep, packs)) {
+        kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
+        bool packed = packing_pays();
+        if (!use_weights(m, w, dt, keep, packed)) {
             printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
         }
@@ -430,6 +436,7 @@ int cmd_bench(int argc, char** argv) {
         double bytes = weight_bytes(w);
         for (KernelSet set : sets) {
             kernels_init(set, threads);
+            if (packing_pays() != packed) use_weights(m, w, dt, keep, packed = packing_pays());
             Net net;
             net_init(net, m, ctx, kv_type);
             // Runs tokens[0..n) from position 0, batched or one at a time.

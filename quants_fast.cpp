@@ -517,11 +517,19 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
 // no scale broadcasts, no horizontal sums. The same integers and the same
 // float operations in the same order as the reference: the same bits.
 // xs holds -xs_j of the token's blocks (the driver makes it once per call).
+const size_t PACK_PREFETCH = 8192;
+
 INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* xs, int b,
                          __m512 acc[8]) {
     const int words = t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4;
     const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8
     const uint8_t* wb = g + (size_t)b * words * 64;
+    // Decode reads a thread's groups as one long stream, which the hardware
+    // prefetcher alone does not run far enough ahead of: ask for the lines
+    // PACK_PREFETCH bytes down (past a group's end, the next group's, read
+    // next). Measured on the Zen 5 machine, 2 threads, alternated: Q8_0 decode
+    // 42-52 -> 50-68 tok/s, q4_0 64 -> 89-102 (4 KB and 12 KB did no better).
+    for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), _MM_HINT_T0);
     __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)b * 32))),
                               _mm512_set1_ps(f16_at(xb)));
     __m512i q[8];
