@@ -57,6 +57,8 @@ std::string scheduler_submit(Scheduler& s, const std::shared_ptr<SchedRequest>& 
     return "";
 }
 
+static void refresh_stats(Scheduler& s);
+
 // The request leaves: its blocks go back to the pool, its client gets the end.
 static void finish(Scheduler& s, Slot& slot, const std::string& error = "", int status = 500) {
     generation_end(slot.gen);
@@ -68,6 +70,7 @@ static void finish(Scheduler& s, Slot& slot, const std::string& error = "", int 
     {
         std::lock_guard<std::mutex> lk(s.mu);
         s.stats.requests_done++;
+        refresh_stats(s);  // before the answer: a client that reads /metrics next sees its blocks back
     }
     if (res.finish == Finish::Aborted && error.empty())
         LOGI(CAT_SERVER, "request %d: the client went away; generation stopped after %zu tokens", r->id, res.ids.size());
