@@ -235,7 +235,7 @@ FUZZ_FLAGS   := -O1 -g -std=c++17 $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitiz
 FUZZ_ENGINE  := common json_read model gguf quants logging tokenizer tokenizer_load server_request
 # The matrix kernels read no input bytes; they come from the normal build
 # (clang 14 lacks some of their cpu-feature names).
-FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp) quants_fast.cpp)
+FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp) quants_fast.cpp quants_packed.cpp)
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 -include $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.d) $(FUZZ_NAMES:%=$(BUILD)/fuzz/%.d)
 .PHONY: fuzz fuzz-build

@@ -55,6 +55,12 @@ const int PACK_ROWS = 16;
 bool can_pack(const Mat& W);
 void pack_mat(Mat& W, std::vector<uint8_t>& storage);
 void packed_row(const Mat& W, int r, uint8_t* out);
+// The tile that reads the packed layout (quants_packed.cpp), for
+// quants_fast.cpp's driver: activation_sums makes the -sum of each 4-code
+// word of every token's Q8_0 activation blocks once per call (xs); packed_tile
+// runs a packed matrix's tile i (rows 16i .. 16i+15) for every token.
+const int32_t* activation_sums(const uint8_t* xq, int T, int cols);
+void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const int32_t* xs, int T, int simd);
 
 // Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from
 // the super-block's 12 scale bytes s (the layout is drawn in quants.cpp).

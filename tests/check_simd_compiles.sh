@@ -3,9 +3,9 @@
 #   1. kernels_avx512.cpp with the explicit flags -mavx512f -mavx512bw
 #      -mavx512vl -mavx512bf16 -mavx512vnni (on a baseline x86-64 target),
 #      and the object holds what the file promises: 512-bit FMAs (zmm),
-#      f16 widening and bf16 dot products (vdpbf16ps); quants_fast.cpp with
-#      the same flags plus AVX2's, and its object holds the Q8_0 and low-bit
-#      integer products' VNNI vpdpbusd on zmm (the file is compiled for what
+#      f16 widening and bf16 dot products (vdpbf16ps); quants_fast.cpp and
+#      quants_packed.cpp with the same flags plus AVX2's, and their objects
+#      hold the integer products' VNNI vpdpbusd on zmm (each is compiled for what
 #      the flags say, so this is how its AVX-512 path is built at all);
 #   2. kernels_avx512.cpp and kernels_avx2.cpp with no instruction-set flags
 #      at all (-march=x86-64): their functions carry their own targets, so a
@@ -28,10 +28,12 @@ for insn in "vfmadd[0-9]*ps.*zmm" "vcvtph2ps.*zmm" "vdpbf16ps.*zmm"; do
     if grep -qE "$insn" <<<"$dis"; then echo "ok: explicit AVX-512 flags: kernels_avx512.o has $insn"
     else echo "FAIL: explicit AVX-512 flags: no $insn in kernels_avx512.o"; status=1; fi
 done
-$CXX $base -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c quants_fast.cpp -o $tmp/q.o
-if grep -qE "vpdpbusd.*zmm" <<<"$(objdump -d --no-show-raw-insn $tmp/q.o)"; then
-    echo "ok: explicit AVX-512 flags: quants_fast.o has vpdpbusd.*zmm"
-else echo "FAIL: explicit AVX-512 flags: no vpdpbusd.*zmm in quants_fast.o"; status=1; fi
+for f in quants_fast quants_packed; do
+    $CXX $base -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c $f.cpp -o $tmp/q.o
+    if grep -qE "vpdpbusd.*zmm" <<<"$(objdump -d --no-show-raw-insn $tmp/q.o)"; then
+        echo "ok: explicit AVX-512 flags: $f.o has vpdpbusd.*zmm"
+    else echo "FAIL: explicit AVX-512 flags: no vpdpbusd.*zmm in $f.o"; status=1; fi
+done
 for f in kernels_avx512.cpp kernels_avx2.cpp kernels_fast.cpp; do
     if $CXX $base -c $f -o $tmp/b.o; then echo "ok: $f compiles for baseline x86-64 (no -m flags)"
     else echo "FAIL: $f does not compile for baseline x86-64"; status=1; fi
