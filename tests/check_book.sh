@@ -31,7 +31,7 @@ three
 ```
 
 ```cpp quote-of: net.cpp:attention
-int kvh = h / group, n = pos + t + 1 - first;
+int T = seq.T, pos = seq.pos;
 for (int j = 0; j < n; j++)
     s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
 ```
