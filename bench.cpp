@@ -211,7 +211,7 @@ static void collect_weights(Model& m, Weights& w) {
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 // keep: the weights as loaded.
-// pack: lay Q4_0/Q5_0/Q8_0 matrices out for the AVX-512 tiles, as engine_load
+// pack: lay the block formats' matrices out for the AVX-512 tiles, as engine_load
 // does for the weights it loads (model.cpp:pack_model); the file's own
 // matrices get packed copies. Each kernel set gets the layout it reads, so a
 // row of `--kernels avx2` never runs on a layout made for another set.

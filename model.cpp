@@ -480,7 +480,7 @@ void quantize_model(Model& m, DType to) {
     if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }
 
-// The fast kernels' layout: every Q4_0, Q5_0 and Q8_0 matrix whose rows come in
+// The fast kernels' layout: every block-format matrix whose rows come in
 // groups of 16 is laid out for the AVX-512 integer tiles (quants.h:pack_mat:
 // the same bytes in other places; one 64-byte line per vpdpbusd for 16
 // rows). A copy that --quant made is rearranged where it lies; a matrix

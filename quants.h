@@ -42,11 +42,11 @@ void dequantize_block_q4_k(const uint8_t* in, float* y);
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
 
 // Decode reads every weight once per token, so how the bytes lie decides
-// how many instructions each weight costs. pack_mat lays out a Q4_0, Q5_0 or Q8_0
-// matrix for the integer tiles: each group of PACK_ROWS rows stores, per
-// block, its 4-byte words of codes with the same word of all 16 rows side
-// by side (one 64-byte line feeds one vpdpbusd for 16 rows), and the groups'
-// f16 scales 16 in a row after them (drawn in quants.cpp). The same bytes,
+// how many instructions each weight costs. pack_mat lays out a matrix of any block
+// format (Q4_0 ... Q6_K) for the integer tiles: each group of PACK_ROWS rows
+// stores, per block, its 4-byte words of codes with the same word of all 16
+// rows side by side (one 64-byte line feeds one vpdpbusd for 16 rows), and
+// the group's scales 16 in a row after them (drawn in quants_packed.cpp). The same bytes,
 // the same numbers: only their places change, so every product keeps its
 // bits. can_pack says which matrices qualify; packed_row gives row r back
 // as the file stores it (the plain kernels and the embedding lookup read

@@ -1,5 +1,6 @@
-// quants_packed.cpp — the integer tile for Q4_0, Q5_0 and Q8_0 matrices
-// laid out at load for it (quants.h:pack_mat, model.cpp:pack_model).
+// quants_packed.cpp — the block formats (Q4_0 ... Q6_K) laid out at load for
+// the AVX-512 integer tile (pack_mat, called by model.cpp:pack_model), and
+// that tile.
 //
 // quants_fast.cpp's tiles read the file's layout: a block's scale and codes
 // side by side, row after row, so each block costs shuffles to put codes
@@ -13,6 +14,118 @@
 #include <cstring>
 #include <vector>
 #include "quants.h"
+
+// The layout for the tiles (quants.h:pack_mat). Each format's unit (a block
+// of 32 weights, or a super-block of 256) is code words — 4-byte words that
+// each feed one int32 lane of vpdpbusd — and scale bytes: f16 fields and, in
+// the k-quants, 4-byte words of small scales. A group of 16 rows, n units
+// each, is stored as
+//   unit 0: code word 0 of rows 0..15 (64 bytes), code word 1 of rows 0..15, ...
+//   unit 1: the same, ... unit n-1
+//   then the scales, unit by unit: f16 field 0 of rows 0..15 (32 bytes),
+//   field 1, ..., scale word 0 of rows 0..15 (64 bytes), word 1, ...
+// The words keep the file's order and meaning:
+//   Q4_0  18 B: d, 4 code words (word k: weights 4k..4k+3 in the low
+//         nibbles, 16+4k.. in the high ones)
+//   Q5_0  22 B: d, 5 code words (the fifth bits, then Q4_0's nibble words)
+//   Q4_1, Q5_1  20 B, 24 B: d, m, then the code words of Q4_0, Q5_0
+//   Q8_0  34 B: d, 8 code words (word j: weights 4j..4j+3), each code c kept
+//         as c + 128 (the top bit flipped): the unsigned bytes vpdpbusd
+//         wants (quants.cpp:int_block does the same)
+//   Q4_K 144 B: d, dmin, 3 scale words (the 12 bytes of 6-bit scales and
+//         minima), 32 code words: words 8c..8c+7 hold sub-block 2c in their
+//         low nibbles and 2c+1 in their high ones, word 8c+j weights 4j..4j+3
+//   Q5_K 176 B: as Q4_K, with 8 code words of fifth bits before the nibbles
+//   Q6_K 210 B: 48 code words (ql, then qh: drawn in quants.cpp above q6_low_byte), 4 scale
+//         words (the 16 int8 scales), d
+// A group takes exactly the bytes of its 16 rows in the file.
+struct PackedForm {
+    int unit;                 // weights per unit
+    int code_at, code_words;  // where a unit's codes start in the file, and how many words
+    int f16_at[2], f16s;      // its f16 fields
+    int words_at, words;      // its scale words
+};
+
+static PackedForm packed_form(DType t) {
+    switch (t) {
+        case DType::Q4_0: return {32, 2, 4, {0, 0}, 1, 0, 0};
+        case DType::Q5_0: return {32, 2, 5, {0, 0}, 1, 0, 0};
+        case DType::Q8_0: return {32, 2, 8, {0, 0}, 1, 0, 0};
+        case DType::Q4_1: return {32, 4, 4, {0, 2}, 2, 0, 0};
+        case DType::Q5_1: return {32, 4, 5, {0, 2}, 2, 0, 0};
+        case DType::Q4_K: return {256, 16, 32, {0, 2}, 2, 4, 3};
+        case DType::Q5_K: return {256, 16, 40, {0, 2}, 2, 4, 3};
+        case DType::Q6_K: return {256, 0, 48, {208, 0}, 1, 192, 4};
+        default: return {0, 0, 0, {0, 0}, 0, 0, 0};
+    }
+}
+
+bool can_pack(const Mat& W) {
+    PackedForm f = packed_form(W.dtype);
+    return f.unit && W.rows % PACK_ROWS == 0 && W.cols % f.unit == 0 && !W.packed;
+}
+
+// Where the pieces of row `lane`'s unit u (n units in a row) lie: in the
+// group and in the file's unit. Returns how many pieces.
+struct Piece {
+    size_t at;    // in the group
+    int file_at;  // in the file's unit
+    int bytes;
+    bool code;    // a code word (Q8_0's are flipped)
+};
+const int MAX_PIECES = 48 + 2 + 4;
+
+static int unit_pieces(const PackedForm& f, int n, int u, int lane, Piece* p) {
+    int count = 0;
+    for (int k = 0; k < f.code_words; k++) p[count++] = {((size_t)u * f.code_words + k) * 4 * PACK_ROWS + 4 * lane, f.code_at + 4 * k, 4, true};
+    size_t scales = (size_t)n * f.code_words * 4 * PACK_ROWS + (size_t)u * PACK_ROWS * (2 * f.f16s + 4 * f.words);
+    for (int k = 0; k < f.f16s; k++) p[count++] = {scales + (size_t)k * 2 * PACK_ROWS + 2 * lane, f.f16_at[k], 2, false};
+    scales += (size_t)f.f16s * 2 * PACK_ROWS;
+    for (int k = 0; k < f.words; k++) p[count++] = {scales + (size_t)k * 4 * PACK_ROWS + 4 * lane, f.words_at + 4 * k, 4, false};
+    return count;
+}
+
+void packed_row(const Mat& W, int r, uint8_t* out) {
+    PackedForm f = packed_form(W.dtype);
+    int n = W.cols / f.unit, ub = dtype_block_bytes(W.dtype);
+    uint8_t flip = W.dtype == DType::Q8_0 ? 0x80 : 0;
+    const uint8_t* g = (const uint8_t*)W.data + (size_t)(r / PACK_ROWS) * PACK_ROWS * dtype_row_bytes(W.dtype, W.cols);
+    Piece p[MAX_PIECES];
+    for (int u = 0; u < n; u++)
+        for (int k = 0, count = unit_pieces(f, n, u, r % PACK_ROWS, p); k < count; k++)
+            for (int i = 0; i < p[k].bytes; i++) out[(size_t)u * ub + p[k].file_at + i] = g[p[k].at + i] ^ (p[k].code ? flip : 0);
+}
+
+void pack_mat(Mat& W, std::vector<uint8_t>& storage) {
+    if (!can_pack(W)) fail("pack_mat: a %s matrix of %d x %d cannot be packed", dtype_name(W.dtype), W.rows, W.cols);
+    PackedForm f = packed_form(W.dtype);
+    int n = W.cols / f.unit, ub = dtype_block_bytes(W.dtype);
+    uint8_t flip = W.dtype == DType::Q8_0 ? 0x80 : 0;
+    size_t rb = dtype_row_bytes(W.dtype, W.cols), group = (size_t)PACK_ROWS * rb;
+    bool in_place = W.data == storage.data();
+    if (!in_place) storage.resize(W.bytes());
+    #pragma omp parallel
+    {
+        std::vector<uint8_t> g(group);
+        Piece p[MAX_PIECES];
+        #pragma omp for schedule(static)
+        for (int first = 0; first < W.rows; first += PACK_ROWS) {
+            const uint8_t* src = (const uint8_t*)W.data + (size_t)first * rb;
+            for (int lane = 0; lane < PACK_ROWS; lane++)
+                for (int u = 0; u < n; u++) {
+                    const uint8_t* in = src + lane * rb + (size_t)u * ub;
+                    for (int k = 0, count = unit_pieces(f, n, u, lane, p); k < count; k++)
+                        for (int i = 0; i < p[k].bytes; i++) g[p[k].at + i] = in[p[k].file_at + i] ^ (p[k].code ? flip : 0);
+                }
+            std::memcpy(&storage[(size_t)first * rb], g.data(), group);  // the group's own bytes: in place is safe
+        }
+    }
+    W.data = storage.data();
+    W.packed = PACK_ROWS;
+}
+
+// ---------------------------------------------------------------------------
+// The tile.
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
     defined(__AVX512VL__) && defined(__AVX512VNNI__)
@@ -41,10 +154,17 @@ INLINE float f16_at(const uint8_t* p) {
 // xs holds -xs_j of the token's blocks (the driver makes it once per call).
 const size_t PACK_PREFETCH = 8192;
 
+// Q4_1 and Q5_1 have no offset but a minimum m (their second f16 field):
+// each word j adds xs_j * m * dx after p_j * d * dx, which with -xs_j in
+// xs is one fnmadd, -(-xs_j * m * dx) + acc: the same exact value as the
+// reference's fma, rounded once.
+INLINE int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 || t == DType::Q5_1 ? 5 : 4; }
+
 INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* xs, int b,
                          __m512 acc[8]) {
-    const int words = t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4;
-    const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8
+    const int words = packed_words(t);
+    const bool five = t == DType::Q5_0 || t == DType::Q5_1, with_min = t == DType::Q4_1 || t == DType::Q5_1;
+    const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8 (none with a minimum)
     const uint8_t* wb = g + (size_t)b * words * 64;
     // Decode reads a thread's groups as one long stream, which the hardware
     // prefetcher alone does not run far enough ahead of: ask for the lines
@@ -52,22 +172,24 @@ INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const
     // next). Measured on the Zen 5 machine, 2 threads, alternated: Q8_0 decode
     // 42-52 -> 50-68 tok/s, q4_0 64 -> 89-102 (4 KB and 12 KB did no better).
     for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), _MM_HINT_T0);
-    __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(scales + (size_t)b * 32))),
-                              _mm512_set1_ps(f16_at(xb)));
+    const uint8_t* sc = scales + (size_t)b * (with_min ? 64 : 32);
+    const __m512 dx = _mm512_set1_ps(f16_at(xb));
+    __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc)), dx), md = sd;
+    if (with_min) md = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(sc + 32))), dx);
     __m512i q[8];
     if (t == DType::Q8_0) {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) q[j] = _mm512_loadu_si512((const void*)(wb + 64 * j));
     } else {  // word k: weights 4k.. in the low nibbles, 16+4k.. in the high ones
         const __m512i low4 = _mm512_set1_epi8(15);
-        const uint8_t* nib = wb + (t == DType::Q5_0 ? 64 : 0);  // Q5_0: word 0 is the fifth bits
+        const uint8_t* nib = wb + (five ? 64 : 0);  // Q5_0, Q5_1: word 0 is the fifth bits
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             __m512i v = _mm512_loadu_si512((const void*)(nib + 64 * k));
             q[k] = _mm512_and_si512(v, low4);
             q[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         }
-        if (t == DType::Q5_0) {
+        if (five) {
             // Bit i of a row's 32-bit word is weight i's fifth bit: byte c of
             // it holds those of lanes j = 2c (bits 0-3) and 2c+1 (bits 4-7).
             // Copied to the four bytes of its lane, tested bit by bit, it is
@@ -88,24 +210,15 @@ INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const
     for (int j = 0; j < 8; j++) {
         int32_t xw;
         std::memcpy(&xw, xb + 2 + 4 * j, 4);
-        __m512i s = _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + j]), shift);  // -offset * xs_j
+        __m512i s = with_min ? _mm512_setzero_si512() : _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + j]), shift);  // -offset * xs_j
         s = _mm512_dpbusd_epi32(s, q[j], _mm512_set1_epi32(xw));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sd, acc[j]);
+        if (with_min) acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps((float)xs[8 * b + j]), md, acc[j]);
     }
 }
 
-// One group of 16 rows times one token: 16 results (before the bias).
-INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
-    __m512 even[8], odd[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
-    const uint8_t* scales = g + (size_t)n_blocks * (t == DType::Q8_0 ? 8 : t == DType::Q5_0 ? 5 : 4) * 64;
-    int b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-        packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
-        packed_block(t, g, scales, xq + (size_t)(b + 1) * Q8_BLOCK_BYTES, xs, b + 1, odd);
-    }
-    if (b < n_blocks) packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+// The reference's fold of its 16 float lanes, on 16 rows at once.
+INLINE __m512 fold(const __m512 even[8], const __m512 odd[8]) {
     __m512 u[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) u[j] = _mm512_add_ps(even[j], odd[j]);
@@ -113,11 +226,160 @@ INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint
                          _mm512_add_ps(_mm512_add_ps(u[1], u[5]), _mm512_add_ps(u[3], u[7])));
 }
 
+// One group of 16 rows times one token: 16 results (before the bias).
+INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
+    __m512 even[8], odd[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
+    const uint8_t* scales = g + (size_t)n_blocks * packed_words(t) * 64;
+    int b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+        packed_block(t, g, scales, xq + (size_t)(b + 1) * Q8_BLOCK_BYTES, xs, b + 1, odd);
+    }
+    if (b < n_blocks) packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+    return fold(even, odd);
+}
+
+// The k-quants, one super-block of 256 weights (8 blocks of 32) of a group
+// of 16 rows at a time: its scales first, then each block as above, the
+// even blocks into `even`, the odd ones into `odd`. A group's scales lie
+// after all its codes, super-block by super-block (unit_pieces above).
+//
+// Q4_K (reference: quants.cpp:int_block): block j's scale is d * sc_j and
+// its minimum -(dmin * mn_j), sc_j and mn_j six bits each from the three
+// words of 12 scale bytes (quants.h:kscale_get, here on 16 lanes at once);
+// its codes have no offset, and each word j adds xs_j * min * dx after
+// p_j * scale * dx. xs holds -xs_j, so the minimum's sign moves onto it:
+// (-xs_j) * (dmin * mn_j * dx) is the same real number as the reference's
+// xs_j * (-(dmin * mn_j) * dx) (a rounded product keeps its magnitude when
+// a sign flips), and one fma rounds it the same way. Word 8c + j of the
+// nibbles holds block 2c's weights 4j.. in its low nibbles and block
+// 2c+1's in its high. Q5_K is Q4_K with 8 words of fifth bits before the
+// nibbles: bit m of word j's byte i is block m's weight 4j+i's fifth bit.
+INLINE void packed_super_q4_k(bool five, const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const int32_t* xs,
+                              int s, __m512 even[8], __m512 odd[8]) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(sc + 32)));
+    const __m512i w0 = _mm512_loadu_si512((const void*)(sc + 64)), w1 = _mm512_loadu_si512((const void*)(sc + 128)),
+                  w2 = _mm512_loadu_si512((const void*)(sc + 192));
+    const __m512i low4 = _mm512_set1_epi32(0x0F0F0F0F), low6 = _mm512_set1_epi32(63), three = _mm512_set1_epi32(3),
+                  fifteen = _mm512_set1_epi32(15), bit4 = _mm512_set1_epi8(16);
+    const uint8_t* nibbles = codes + (five ? 8 * 64 : 0);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        __m512i scj, mnj;  // quants.h:kscale_get
+        if (j < 4) {
+            scj = _mm512_and_si512(_mm512_srli_epi32(w0, 8 * j), low6);
+            mnj = _mm512_and_si512(_mm512_srli_epi32(w1, 8 * j), low6);
+        } else {
+            int k = 8 * (j - 4);
+            scj = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, k), fifteen),
+                                  _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, k + 6), three), 4));
+            mnj = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, k + 4), fifteen),
+                                  _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, k + 6), three), 4));
+        }
+        int b = 8 * s + j;
+        const uint8_t* xb = xq + (size_t)b * Q8_BLOCK_BYTES;
+        __m512 dx = _mm512_set1_ps(f16_at(xb));
+        __m512 sd = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scj)), dx);
+        __m512 md = _mm512_mul_ps(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mnj)), dx);
+        const uint8_t* wb = nibbles + (size_t)(j / 2) * 8 * 64;
+        if (j % 2 == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        if (five && j == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(codes + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        __m512* acc = j % 2 ? odd : even;
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m512i v = _mm512_loadu_si512((const void*)(wb + 64 * k));
+            __m512i q = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(v, 4) : v, low4);
+            if (five) {  // bit j of each byte to bit 4 (16-bit shifts: what crosses bytes is masked away)
+                __m512i h = _mm512_loadu_si512((const void*)(codes + 64 * k));
+                h = j < 4 ? _mm512_slli_epi16(h, 4 - j) : _mm512_srli_epi16(h, j - 4);
+                q = _mm512_or_si512(q, _mm512_and_si512(h, bit4));
+            }
+            int32_t xw;
+            std::memcpy(&xw, xb + 2 + 4 * k, 4);
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_set1_epi32(xw));
+            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sd, acc[k]);
+            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps((float)xs[8 * b + k]), md, acc[k]);
+        }
+    }
+}
+
+// Q6_K: codes of 6 bits centred on 32 (xs starts each lane at -32 xs_j, as
+// Q8_0's at -128 xs_j), times one int8 scale per 16 weights (words 0-3 of
+// a block take the first, 4-7 the second), then times d * dx. Of a half
+// (128 weights, blocks 4h..4h+3) the code words 16h..16h+7 hold blocks 4h
+// (low nibbles) and 4h+2 (high), words 16h+8.. blocks 4h+1 and 4h+3, and
+// word 32+8h+k the top two bits of block 4h+m's weights 4k.. at bits 2m.
+INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const int32_t* xs, int s,
+                              __m512 even[8], __m512 odd[8]) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc));
+    const __m512i low4 = _mm512_set1_epi8(15), top2 = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        int h = j / 4, m = j % 4, b = 8 * s + j;
+        // The block's two int8 scales, bytes 2j and 2j+1 of the 16: sign-extended in each lane.
+        __m512i sw = _mm512_loadu_si512((const void*)(sc + 32 + 64 * (j / 2)));
+        __m512i mul0 = _mm512_srai_epi32(_mm512_slli_epi32(sw, 24 - 8 * (2 * (j % 2))), 24);
+        __m512i mul1 = _mm512_srai_epi32(_mm512_slli_epi32(sw, 16 - 8 * (2 * (j % 2))), 24);
+        const uint8_t* xb = xq + (size_t)b * Q8_BLOCK_BYTES;
+        __m512 sd = _mm512_mul_ps(d, _mm512_set1_ps(f16_at(xb)));
+        const uint8_t* lo = codes + (size_t)(16 * h + 8 * (m % 2)) * 64;
+        const uint8_t* hi = codes + (size_t)(32 + 8 * h) * 64;
+        if (m < 2)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(lo + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        if (m == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(hi + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        __m512* acc = j % 2 ? odd : even;
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m512i v = _mm512_loadu_si512((const void*)(lo + 64 * k)), t = _mm512_loadu_si512((const void*)(hi + 64 * k));
+            // bits 2m, 2m+1 of each byte of t to bits 4, 5 (16-bit shifts: what
+            // crosses into the next byte is masked away)
+            t = m == 0 ? _mm512_slli_epi16(t, 4) : m == 1 ? _mm512_slli_epi16(t, 2) : m == 2 ? t : _mm512_srli_epi16(t, 2);
+            __m512i q = _mm512_or_si512(_mm512_and_si512(m < 2 ? v : _mm512_srli_epi16(v, 4), low4), _mm512_and_si512(t, top2));
+            int32_t xw;
+            std::memcpy(&xw, xb + 2 + 4 * k, 4);
+            __m512i p = _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + k]), 5);  // -32 xs_j
+            p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(p, q, _mm512_set1_epi32(xw)), k < 4 ? mul0 : mul1);
+            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sd, acc[k]);
+        }
+    }
+}
+
+// One group of 16 rows times one token, in a k-quant.
+INLINE __m512 packed_group_k(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
+    __m512 even[8], odd[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
+    int n_super = n_blocks / 8, words = t == DType::Q4_K ? 32 : t == DType::Q5_K ? 40 : 48;
+    int scale_bytes = t == DType::Q6_K ? 288 : 256;
+    const uint8_t* scales = g + (size_t)n_super * words * 64;
+    for (int s = 0; s < n_super; s++) {
+        const uint8_t *codes = g + (size_t)s * words * 64, *sc = scales + (size_t)s * scale_bytes;
+        if (t == DType::Q6_K) packed_super_q6_k(codes, sc, xq, xs, s, even, odd);
+        else packed_super_q4_k(t == DType::Q5_K, codes, sc, xq, xs, s, even, odd);
+    }
+    return fold(even, odd);
+}
+
 static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs,
                                 const float* bias, float* out) {
-    __m512 r = t == DType::Q8_0   ? packed_group_t(DType::Q8_0, g, n_blocks, xq, xs)
-               : t == DType::Q5_0 ? packed_group_t(DType::Q5_0, g, n_blocks, xq, xs)
-                                  : packed_group_t(DType::Q4_0, g, n_blocks, xq, xs);
+    // Each type its own instance of the inline code: its branches on t fold away.
+    __m512 r;
+    switch (t) {
+        case DType::Q8_0: r = packed_group_t(DType::Q8_0, g, n_blocks, xq, xs); break;
+        case DType::Q5_0: r = packed_group_t(DType::Q5_0, g, n_blocks, xq, xs); break;
+        case DType::Q4_0: r = packed_group_t(DType::Q4_0, g, n_blocks, xq, xs); break;
+        case DType::Q4_1: r = packed_group_t(DType::Q4_1, g, n_blocks, xq, xs); break;
+        case DType::Q5_1: r = packed_group_t(DType::Q5_1, g, n_blocks, xq, xs); break;
+        case DType::Q4_K: r = packed_group_k(DType::Q4_K, g, n_blocks, xq, xs); break;
+        case DType::Q5_K: r = packed_group_k(DType::Q5_K, g, n_blocks, xq, xs); break;
+        default: r = packed_group_k(DType::Q6_K, g, n_blocks, xq, xs); break;
+    }
     _mm512_storeu_ps(out, _mm512_add_ps(r, bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps()));
 }
 #endif  // PACKED_AVX512

@@ -165,13 +165,13 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
     omp_set_num_threads(saved_threads);
 }
 
-TEST_CASE("gguf: Q4_0, Q5_0 and Q8_0 packed for the tiles keep every bit of the product and every row") {
+TEST_CASE("gguf: every block format packed for the tiles keeps every bit of the product and every row") {
     std::mt19937 rng(12);
     std::normal_distribution<float> g(0.0f, 1.0f);
     int saved_threads = omp_get_max_threads();
     if (quant_simd_level() < 2) MESSAGE("skipped: this build has no AVX-512 VNNI, the packed tile is not compared (the reference is)");
-    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
-        for (int n_blocks : {1, 3, 28}) {
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+        for (int n_blocks : {dtype_block_size(t) / 32, 3 * dtype_block_size(t) / 32, 152}) {
             int cols = n_blocks * 32, rows = 48, T = 5;
             INFO(dtype_name(t) << ", " << rows << " x " << cols);
             std::vector<float> w((size_t)rows * cols), x((size_t)T * cols), bias(rows), a(cols), b(cols);
@@ -226,6 +226,8 @@ TEST_CASE("gguf: Q4_0, Q5_0 and Q8_0 packed for the tiles keep every bit of the 
         }
     Mat odd{DType::Q4_0, 40, 64, nullptr};
     CHECK_FALSE(can_pack(odd));  // 40 rows are not groups of 16: such a matrix keeps the file's layout
+    Mat f16{DType::F16, 48, 256, nullptr};
+    CHECK_FALSE(can_pack(f16));  // a float matrix keeps its layout
     omp_set_num_threads(saved_threads);
 }
 

@@ -8,7 +8,7 @@
 // Prints, per shape, the best of `reps` runs. The weights are random bf16,
 // the activations random f32: only the time is of interest here.
 // --type q4_0 (any weight type) quantizes them; --layout packed then lays a
-// Q4_0/Q5_0/Q8_0 matrix out for the AVX-512 tiles (quants.h:pack_mat), as
+// block-format matrix out for the AVX-512 tiles (quants.h:pack_mat), as
 // loading does, and --layout file keeps the file's layout:
 //   build/matmul_speed --type q4_0 --layout file --tokens 1 --threads 1 --reps 200
 #include "kernels.h"
@@ -53,6 +53,11 @@ static void run(int argc, char** argv) {
     printf("%s, %d threads, %d tokens, %s weights%s\n", kernel_path_name(), threads, T, type.c_str(),
            dt == DType::BF16 ? "" : layout == "packed" ? " (packed where the tiles take them)" : " (the file's layout)");
     for (auto& s : shapes) {
+        if (s.cols % dtype_block_size(dt)) {  // a k-quant's super-block of 256 does not fit rows of 896
+            printf("  %-14s rows of %d are not a multiple of %s's block of %d: skipped\n", s.name, s.cols, type.c_str(),
+                   dtype_block_size(dt));
+            continue;
+        }
         std::vector<uint16_t> w((size_t)s.rows * s.cols);
         for (auto& v : w) v = f32_to_bf16(nd(rng) * 0.05f);
         Mat W;
