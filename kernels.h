@@ -74,7 +74,7 @@ struct SimdKernels {
     void (*round_bf16)(const float* x, uint16_t* out, int n);
     void (*tile_bf16)(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
                       float out[MAX_TILE][MAX_TILE]);
-    // Prefill attention's two tiles (kernels_fast.cpp:attention_heads_fast);
+    // Prefill attention's two tiles (kernels_attention.cpp:attention_heads_fast);
     // nullptr where a set has none: the driver then runs the scalar twin's
     // att_scores, or axpy once per query, which give the same bits.
     // s[i][j] = q_i . k_j for nq <= ATT_QUERIES queries (q_i at q + i*q_stride)
@@ -190,7 +190,7 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
 // The plain kernel runs attention_head_plain per head and token. The fast
 // one runs attention_head_fast for one token (decode); for a batch
 // (prefill) it takes ATT_QUERIES queries of one head against ATT_BLOCK keys
-// at a time, as small tiles (kernels_fast.cpp:attention_heads_fast): its
+// at a time, as small tiles (kernels_attention.cpp:attention_heads_fast): its
 // own summation order, equal to plain within float rounding, the same bits
 // in every SIMD set, for every thread count, and for a token whichever
 // batch it came in.
@@ -206,6 +206,23 @@ void attention_heads_fast(float* out, float* scores, const float* q, const uint8
 // The fast kernels' exp (kernels_fast.cpp): the scalar twin of every set's
 // exp_shift, for x in [-87.33, 0] within 2 ulp of exp; 0 below.
 float exp_poly(float x);
+
+// The one summation order's 16 lanes (kernels_fast.cpp) and their fold and
+// tree, written out; the SIMD versions add in this order.
+const int LANES = 16;
+static inline float sum_lanes(const float l[LANES]) {
+    float u[8];
+    for (int j = 0; j < 8; j++) u[j] = l[j] + l[j + 8];
+    return ((u[0] + u[4]) + (u[2] + u[6])) + ((u[1] + u[5]) + (u[3] + u[7]));
+}
+// One weight of a bf16, f16 or f32 row widened to f32.
+static inline float widen(DType dt, const void* row, int c) {
+    switch (dt) {
+        case DType::BF16: return bf16_to_f32(((const uint16_t*)row)[c]);
+        case DType::F16: return f16_to_f32(((const uint16_t*)row)[c]);
+        default: return ((const float*)row)[c];
+    }
+}
 
 // Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
 // pointing into it.

@@ -292,7 +292,7 @@ static void tile_bf16dot(const uint8_t* const* w, const uint16_t* const* x, int 
     }
 }
 
-// Prefill attention's tiles (kernels_fast.cpp:attention_heads_fast).
+// Prefill attention's tiles (kernels_attention.cpp:attention_heads_fast).
 // Scores: 4 queries x 64 keys (4 registers of 16 keys each) = 16
 // accumulators; per dimension d, 4 loads of the transposed keys and one
 // broadcast of q_i[d] per query, each score one chain of fmas over d.
