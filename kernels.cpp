@@ -90,14 +90,9 @@ static inline float weight_at(const Mat& W, size_t i) {
 }
 
 void mat_row_to_f32(const Mat& W, int r, float* out) {
-    if (W.packed) {  // laid out for the tiles (quants.h:pack_mat): the row as the file has it first
-        std::vector<uint8_t> row(dtype_row_bytes(W.dtype, W.cols));
-        packed_row(W, r, row.data());
-        dequantize_row(W.dtype, row.data(), W.cols, out);
-        return;
-    }
-    if (dtype_is_low_bit(W.dtype)) {
-        dequantize_row(W.dtype, (const uint8_t*)W.data + r * dtype_row_bytes(W.dtype, W.cols), W.cols, out);
+    if (dtype_is_low_bit(W.dtype) || W.packed) {  // blocks, as the file has them (quants.h:file_row)
+        std::vector<uint8_t> tmp;
+        dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, out);
         return;
     }
     size_t base = (size_t)r * W.cols;

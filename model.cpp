@@ -448,6 +448,19 @@ static void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
     if (e > b) madvise((void*)b, e - b, MADV_HUGEPAGE);
 }
 
+// Every matrix the forward pass multiplies by, each once: the embedding
+// first (while nothing else is converted, the resident set peaks lowest),
+// the LM head when it is a matrix of its own, then each layer's seven. A
+// tied head is the embedding: a caller that changes the embedding copies
+// it to lm_head after.
+static std::vector<Mat*> weight_matrices(Model& m) {
+    std::vector<Mat*> all = {&m.embed};
+    if (m.lm_head.data != m.embed.data) all.push_back(&m.lm_head);
+    for (LayerWeights& L : m.layers)
+        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) all.push_back(w);
+    return all;
+}
+
 // --quant q8_0 (or another block format): every matrix becomes blocks in
 // memory owned by the model. The mmap stays for the small vectors already
 // copied and for a matrix that keeps its file type; the pages of each
@@ -462,21 +475,17 @@ void quantize_model(Model& m, DType to) {
     // matrix whose rows still do not divide (none in Qwen2.5, but small test
     // shapes have them) stays in its file type.
     int kept = 0;
-    auto q = [&](Mat& w) {
-        DType t = block_fallback(to, w.cols);
-        if (w.cols % dtype_block_size(t)) { kept++; return; }
-        m.owned.emplace_back();
-        prefer_huge_pages(m.owned.back(), (size_t)w.rows * dtype_row_bytes(t, w.cols));
-        Mat src = w;
-        w = quantize_mat(src, t, m.owned.back());
-        release_file_pages(m, src.data, src.bytes());
-    };
     bool tied = m.lm_head.data == m.embed.data;
-    q(m.embed);
+    for (Mat* w : weight_matrices(m)) {
+        DType t = block_fallback(to, w->cols);
+        if (w->cols % dtype_block_size(t)) { kept++; continue; }
+        m.owned.emplace_back();
+        prefer_huge_pages(m.owned.back(), (size_t)w->rows * dtype_row_bytes(t, w->cols));
+        Mat src = *w;
+        *w = quantize_mat(src, t, m.owned.back());
+        release_file_pages(m, src.data, src.bytes());
+    }
     if (tied) m.lm_head = m.embed;
-    else q(m.lm_head);
-    for (auto& L : m.layers)
-        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) q(*w);
     if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
 }
 
@@ -490,20 +499,21 @@ void quantize_model(Model& m, DType to) {
 // through kernels.cpp:mat_row_to_f32. --kernels plain reads the file's
 // layout, and this is not called for it (generate.cpp:engine_load).
 void pack_model(Model& m) {
-    auto pack = [&](Mat& w) {
-        if (!can_pack(w)) return;
-        for (std::vector<uint8_t>& v : m.owned)
-            if (v.data() == w.data) return pack_mat(w, v);  // --quant's copy: in place
-        m.owned.emplace_back();
-        prefer_huge_pages(m.owned.back(), w.bytes());
-        Mat src = w;
-        pack_mat(w, m.owned.back());
-        release_file_pages(m, src.data, src.bytes());
-    };
     bool tied = m.lm_head.data == m.embed.data;
-    pack(m.embed);
+    for (Mat* w : weight_matrices(m)) {
+        if (!can_pack(*w)) continue;
+        std::vector<uint8_t>* own = nullptr;  // --quant's copy: packed in place
+        for (std::vector<uint8_t>& v : m.owned)
+            if (v.data() == w->data) own = &v;
+        if (own) {
+            pack_mat(*w, *own);
+            continue;
+        }
+        m.owned.emplace_back();
+        prefer_huge_pages(m.owned.back(), w->bytes());
+        Mat src = *w;
+        pack_mat(*w, m.owned.back());
+        release_file_pages(m, src.data, src.bytes());
+    }
     if (tied) m.lm_head = m.embed;
-    else pack(m.lm_head);
-    for (auto& L : m.layers)
-        for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) pack(*w);
 }

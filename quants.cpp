@@ -355,15 +355,6 @@ Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
     return q;
 }
 
-// Row r of W as the file stores it: in place, or unpacked into `tmp`.
-static const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp) {
-    size_t rb = dtype_row_bytes(W.dtype, W.cols);
-    if (!W.packed) return (const uint8_t*)W.data + (size_t)r * rb;
-    tmp.resize(rb);
-    packed_row(W, r, tmp.data());
-    return tmp.data();
-}
-
 // ---------------------------------------------------------------------------
 // The reference product: each row dequantized with the function above, the
 // dot product summed in double.

@@ -55,6 +55,8 @@ const int PACK_ROWS = 16;
 bool can_pack(const Mat& W);
 void pack_mat(Mat& W, std::vector<uint8_t>& storage);
 void packed_row(const Mat& W, int r, uint8_t* out);
+// Row r of W as the file stores it: in place, or (packed) unpacked into `tmp`.
+const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp);
 // The tile that reads the packed layout (quants_packed.cpp), for
 // quants_fast.cpp's driver: activation_sums makes the -sum of each 4-code
 // word of every token's Q8_0 activation blocks once per call (xs); packed_tile

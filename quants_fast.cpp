@@ -505,7 +505,6 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
     if (t == DType::Q8_0) return tile_avx512_t(DType::Q8_0, w, n_rows, x, n_tokens, n_blocks, out);
     FOR_EACH_FORMAT(tile_avx512_t)
 }
-
 #endif  // QUANTS_AVX512
 
 // ---------------------------------------------------------------------------

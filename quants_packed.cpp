@@ -96,6 +96,14 @@ void packed_row(const Mat& W, int r, uint8_t* out) {
             for (int i = 0; i < p[k].bytes; i++) out[(size_t)u * ub + p[k].file_at + i] = g[p[k].at + i] ^ (p[k].code ? flip : 0);
 }
 
+const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp) {
+    size_t rb = dtype_row_bytes(W.dtype, W.cols);
+    if (!W.packed) return (const uint8_t*)W.data + (size_t)r * rb;
+    tmp.resize(rb);
+    packed_row(W, r, tmp.data());
+    return tmp.data();
+}
+
 void pack_mat(Mat& W, std::vector<uint8_t>& storage) {
     if (!can_pack(W)) fail("pack_mat: a %s matrix of %d x %d cannot be packed", dtype_name(W.dtype), W.rows, W.cols);
     PackedForm f = packed_form(W.dtype);
@@ -416,6 +424,7 @@ static std::vector<int32_t> g_xs;
 const int32_t* activation_sums(const uint8_t* xq, int T, int cols) {
     int n_blocks = cols / Q8_BLOCK;
     g_xs.resize((size_t)T * n_blocks * 8);
+    #pragma omp parallel for schedule(static) if (T > 1)
     for (int t = 0; t < T; t++)
         for (int b = 0; b < n_blocks; b++) {
             const int8_t* x = (const int8_t*)(xq + ((size_t)t * n_blocks + b) * Q8_BLOCK_BYTES + 2);
