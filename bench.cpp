@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 #include <omp.h>
-#if defined(__AVX2__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 #include "cli.h"
@@ -151,45 +151,122 @@ struct Bandwidth {
     }
 };
 
-// FMA throughput: 12 independent chains of 8-wide fused multiply-adds per
-// thread. Zen 3 has two FMA units with a latency of 4 cycles: 8 chains in
-// flight keep both busy, 12 leave margin. Peak = 2 units x 8 floats x 2
-// FLOPs = 32 FLOP per cycle per core.
-static double measure_fma_gflops(int reps) {
-    const long iters = 20000000;
+// FMA throughput: 12 independent chains of fused multiply-adds per thread,
+// 8 floats wide (AVX2) or 16 (AVX-512). Zen 3 has two FMA units with a
+// latency of 4 cycles: 8 chains in flight keep both busy, 12 leave margin.
+// Peak = 2 units x 8 floats x 2 FLOPs = 32 FLOP per cycle per core. A CPU
+// whose units are 512 bits wide (Zen 5, Intel's Xeons) does twice that
+// with zmm registers, and the avx512 kernels use them: their %FMA is
+// against the 16-wide loop, or it would overstate by 2x. (Zen 4 splits a
+// zmm FMA in two halves: there the two loops measure the same.)
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float fma_chains_16(long iters) {
+    __m512 acc[12];
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (int j = 0; j < 12; j++) acc[j] = _mm512_set1_ps(j * 1e-3f);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ps(acc[j], m, c);
+    }
+    float total = 0, lanes[16];
+    for (int j = 0; j < 12; j++) {
+        _mm512_storeu_ps(lanes, acc[j]);
+        for (float v : lanes) total += v;
+    }
+    return total;
+}
+#endif
+
+static float fma_chains_8(long iters) {
+    float total = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    __m256 acc[12];
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int j = 0; j < 12; j++) acc[j] = _mm256_set1_ps(j * 1e-3f);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
+    }
+    float lanes[8];
+    for (int j = 0; j < 12; j++) {
+        _mm256_storeu_ps(lanes, acc[j]);
+        for (float v : lanes) total += v;
+    }
+#else
+    float acc[96];
+    for (int j = 0; j < 96; j++) acc[j] = j * 1e-3f;
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < 96; j++) acc[j] = std::fma(acc[j], 0.999999f, 1e-7f);
+    for (float v : acc) total += v;
+#endif
+    return total;
+}
+
+static double measure_fma_gflops(int reps, int width) {
+    const long iters = 20000000 * 8 / width;  // the same FLOPs either way
     std::vector<double> gf;
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         float total = 0;
         #pragma omp parallel reduction(+ : total)
         {
-#if defined(__AVX2__) && defined(__FMA__)
-            __m256 acc[12];
-            const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-            for (int j = 0; j < 12; j++) acc[j] = _mm256_set1_ps(j * 1e-3f);
-            for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-                for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
-            }
-            float lanes[8];
-            for (int j = 0; j < 12; j++) {
-                _mm256_storeu_ps(lanes, acc[j]);
-                for (float v : lanes) total += v;
-            }
-#else
-            float acc[96];
-            for (int j = 0; j < 96; j++) acc[j] = j * 1e-3f;
-            for (long i = 0; i < iters; i++)
-                for (int j = 0; j < 96; j++) acc[j] = std::fma(acc[j], 0.999999f, 1e-7f);
-            for (float v : acc) total += v;
+#if defined(__x86_64__)
+            if (width == 16) total += fma_chains_16(iters);
+            else
 #endif
+                total += fma_chains_8(iters);
         }
         double dt = now_s() - t0;
         volatile float sink = total;
         (void)sink;
-        gf.push_back(2.0 * 96 * (double)iters * omp_get_max_threads() / dt / 1e9);
+        gf.push_back(2.0 * 12 * width * (double)iters * omp_get_max_threads() / dt / 1e9);
     }
     return median(gf);
+}
+
+// Which CPU the numbers came from: its name, family and model as the
+// kernel reports them (/proc/cpuinfo), and its caches (sysfs). Speeds
+// mean little without it: the same cloud VM type has been an AMD Zen 3,
+// a Zen 5 and an Intel Xeon on different days.
+static std::string cpu_description() {
+    std::string name, vendor, family, model;
+    if (FILE* f = fopen("/proc/cpuinfo", "r")) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            std::string l = line;
+            size_t colon = l.find(':');
+            if (colon == std::string::npos) {
+                if (!name.empty()) break;  // the first CPU's block is enough
+                continue;
+            }
+            std::string key = l.substr(0, l.find_last_not_of(" \t", colon - 1) + 1);
+            std::string value = l.substr(std::min(l.size(), colon + 2));
+            while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+            if (key == "model name" && name.empty()) name = value;
+            else if (key == "vendor_id" && vendor.empty()) vendor = value;
+            else if (key == "cpu family" && family.empty()) family = value;
+            else if (key == "model" && model.empty()) model = value;
+        }
+        fclose(f);
+    }
+    auto cache = [](int index) {
+        std::string size;
+        if (FILE* f = fopen(("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size").c_str(), "r")) {
+            char buf[64] = {0};
+            if (fgets(buf, sizeof buf, f)) size = buf;
+            fclose(f);
+            while (!size.empty() && (size.back() == '\n' || size.back() == ' ')) size.pop_back();
+        }
+        long kb = atol(size.c_str());  // sysfs says e.g. "2048K"
+        if (kb >= 1024 && kb % 1024 == 0 && size.back() == 'K') size = std::to_string(kb / 1024) + " MB";
+        return size;
+    };
+    std::string out = name.empty() ? "unknown CPU" : name;
+    if (!vendor.empty()) out += " (" + vendor + (family.empty() ? "" : ", family " + family + " model " + model) + ")";
+    std::string l2 = cache(2), l3 = cache(3);
+    if (!l2.empty()) out += "; L2 " + l2 + " a core";
+    if (!l3.empty()) out += ", L3 " + l3;
+    return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -375,6 +452,7 @@ int cmd_bench(int argc, char** argv) {
         types.push_back(q == "none" ? DType::BF16 : q == "file" ? DType::F32 : parse_weight_type("--quant", q));  // quants.h
 
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
+    printf("cpu        %s\n", cpu_description().c_str());
     printf("machine    %d threads, --kernels fast runs %s here\n", g_kernels.threads,
            (kernels_init(KernelSet::Fast, threads), kernel_path_name()));
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
@@ -392,10 +470,13 @@ int cmd_bench(int argc, char** argv) {
     std::vector<double> bws;
     for (int r = 0; r < std::max(reps, 3); r++) bws.push_back(bandwidth.measure());
     double bw = median(bws);
-    double peak = measure_fma_gflops(std::max(reps, 3));
+    double peak8 = measure_fma_gflops(std::max(reps, 3), 8);
+    double peak16 = cpu_has_avx512() ? measure_fma_gflops(std::max(reps, 3), 16) : 0;
     printf("memory     read bandwidth %.1f GB/s (median; %s)\n", bw,
            bandwidth.data ? "reading the model file's pages" : "a 256 MB buffer");
-    printf("compute    FMA peak %.0f GFLOP/s (f32, all threads)\n", peak);
+    if (peak16 > 0)
+        printf("compute    FMA peak %.0f GFLOP/s 8 floats wide, %.0f 16 wide (f32, all threads)\n", peak8, peak16);
+    else printf("compute    FMA peak %.0f GFLOP/s (f32, all threads)\n", peak8);
     Weights w;
     collect_weights(m, w);
     double flops = prefill_flops_per_token(m);
@@ -483,10 +564,11 @@ int cmd_bench(int argc, char** argv) {
             double decode = tg.empty() ? 0 : median(tg);
             double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
 
+            bool wide = peak16 > 0 && strncmp(kernel_path_name(), "avx512", 6) == 0;  // zmm tiles: the 16-wide peak
             printf("%-5s %-7s %3d", label, kernel_path_name(), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
-                   100 * flops * pp_tps.back() / 1e9 / peak);
+                   100 * flops * pp_tps.back() / 1e9 / (wide ? peak16 : peak8));
             if (!llama_tg.empty() && !llama_pp.empty()) {
                 double ltg = median(llama_tg), lpp = median(llama_pp);
                 printf(" %8.1f %6.2fx %8.1f %6.2fx", ltg, decode / ltg, lpp, pp_tps.back() / lpp);
@@ -498,7 +580,7 @@ int cmd_bench(int argc, char** argv) {
         }
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
-           "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak;\n"
+           "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak (16 wide for avx512 rows);\n"
            "llama.tg, llama.pp: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
            "decode over the same token count and prefill of the largest prompt (medians); ratio: Lantern / llama.cpp.\n");
     if (!lb.why_not.empty()) printf("llama.cpp  not measured: %s\n", lb.why_not.c_str());
