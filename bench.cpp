@@ -390,13 +390,17 @@ static std::string gguf_for(const std::string& model_dir, DType dt, std::string&
     return out;
 }
 
-// One llama-bench run (-r 1): prefill tok/s of a `prompt`-token prompt and
-// decode tok/s over `n_decode` tokens; 0 where it did not report.
-static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int threads, int prompt, int n_decode,
-                             double& pp, double& tg) {
-    pp = tg = 0;
-    std::string cmd = lb.bin + " -m '" + gguf + "' -t " + std::to_string(threads) + " -p " + std::to_string(prompt) +
-                      " -n " + std::to_string(n_decode) + " -r 1 -o csv 2>/dev/null";
+// One llama-bench run (-r 1): prefill tok/s of each prompt length (pp[i]
+// for prompts[i]) and decode tok/s over `n_decode` tokens; 0 where it did
+// not report.
+static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int threads, const std::vector<int>& prompts,
+                             int n_decode, std::vector<double>& pp, double& tg) {
+    pp.assign(prompts.size(), 0);
+    tg = 0;
+    std::string list;
+    for (int p : prompts) list += (list.empty() ? "" : ",") + std::to_string(p);
+    std::string cmd = lb.bin + " -m '" + gguf + "' -t " + std::to_string(threads) + " -p " + list + " -n " +
+                      std::to_string(n_decode) + " -r 1 -o csv 2>/dev/null";
     FILE* f = popen(cmd.c_str(), "r");
     if (!f) return;
     char line[4096];
@@ -418,7 +422,8 @@ static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int 
             if (header[i] == "n_gen") n_gen = atoi(cols[i].c_str());
             if (header[i] == "avg_ts") ts = atof(cols[i].c_str());
         }
-        if (n_prompt > 0 && n_gen == 0) pp = ts;
+        for (size_t i = 0; i < prompts.size(); i++)
+            if (n_prompt == prompts[i] && n_gen == 0) pp[i] = ts;
         if (n_gen > 0 && n_prompt == 0) tg = ts;
     }
     pclose(f);
@@ -493,8 +498,9 @@ int cmd_bench(int argc, char** argv) {
 
     printf("%-5s %-7s %3s", "type", "kernels", "thr");
     for (int p : prompts) printf(" %9s", ("pp" + std::to_string(p)).c_str());
-    printf(" %8s %8s %6s %6s %8s %7s %8s %7s %9s\n", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio",
-           "llama.pp", "ratio", "RSS MB");
+    printf(" %8s %8s %6s %6s %8s %7s", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio");
+    for (int p : prompts) printf(" %9s %7s", ("llama.pp" + std::to_string(p)).c_str(), "ratio");
+    printf(" %9s\n", "RSS MB");
     if (lb.bin == "none") lb.why_not = "--llama none";
     else if (access(lb.bin.c_str(), X_OK) != 0)
         lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
@@ -536,7 +542,8 @@ int cmd_bench(int argc, char** argv) {
             // compares the medians of measurements taken side by side.
             bool with_llama = set == sets[0] && !gguf.empty();
             std::vector<std::vector<double>> pp_runs(prompts.size());
-            std::vector<double> tg, bw_near, llama_pp, llama_tg;
+            std::vector<std::vector<double>> llama_pp(prompts.size());
+            std::vector<double> tg, bw_near, llama_tg;
             for (int r = 0; r < reps; r++) {
                 for (size_t i = 0; i < prompts.size(); i++) {
                     double t0 = now_s();
@@ -553,9 +560,11 @@ int cmd_bench(int argc, char** argv) {
                     tg.push_back(n_decode / (now_s() - t0));
                 }
                 if (with_llama) {
-                    double pp, tgv;
-                    llama_bench_once(lb, gguf, g_kernels.threads, max_prompt, std::max(n_decode, 1), pp, tgv);
-                    if (pp > 0) llama_pp.push_back(pp);
+                    std::vector<double> pp;
+                    double tgv;
+                    llama_bench_once(lb, gguf, g_kernels.threads, prompts, std::max(n_decode, 1), pp, tgv);
+                    for (size_t i = 0; i < prompts.size(); i++)
+                        if (pp[i] > 0) llama_pp[i].push_back(pp[i]);
                     if (tgv > 0) llama_tg.push_back(tgv);
                 }
             }
@@ -569,10 +578,12 @@ int cmd_bench(int argc, char** argv) {
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / (wide ? peak16 : peak8));
-            if (!llama_tg.empty() && !llama_pp.empty()) {
-                double ltg = median(llama_tg), lpp = median(llama_pp);
-                printf(" %8.1f %6.2fx %8.1f %6.2fx", ltg, decode / ltg, lpp, pp_tps.back() / lpp);
-            } else printf(" %8s %7s %8s %7s", "-", "-", "-", "-");
+            // A column llama.cpp did not report (or that was not run) says "-": not measured.
+            if (!llama_tg.empty() && decode > 0) printf(" %8.1f %6.2fx", median(llama_tg), decode / median(llama_tg));
+            else printf(" %8s %7s", "-", "-");
+            for (size_t i = 0; i < prompts.size(); i++)
+                if (!llama_pp[i].empty()) printf(" %9.1f %6.2fx", median(llama_pp[i]), pp_tps[i] / median(llama_pp[i]));
+                else printf(" %9s %7s", "-", "-");
             printf(" %9.0f\n", status_mb("VmRSS"));
             anon_mb = std::max(anon_mb, status_mb("RssAnon"));
             file_mb = std::max(file_mb, status_mb("RssFile"));
@@ -581,8 +592,8 @@ int cmd_bench(int argc, char** argv) {
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
            "effic: GB/tok x decode / read bandwidth (measured before each decode run); %%FMA: prefill FLOP/s (largest prompt) / FMA peak (16 wide for avx512 rows);\n"
-           "llama.tg, llama.pp: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
-           "decode over the same token count and prefill of the largest prompt (medians); ratio: Lantern / llama.cpp.\n");
+           "llama.tg, llama.pp<N>: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
+           "decode over the same token count and prefill of each prompt (medians); ratio: Lantern / llama.cpp.\n");
     if (!lb.why_not.empty()) printf("llama.cpp  not measured: %s\n", lb.why_not.c_str());
     printf("peak RSS   %.0f MB (VmHWM); after a row at most %.0f MB of mapped files and %.0f MB anonymous; weight files %.0f MB\n",
            status_mb("VmHWM"), file_mb, anon_mb, weights_bytes(m) / 1e6);

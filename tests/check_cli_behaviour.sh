@@ -23,6 +23,13 @@ check "SUB --help and ./run help SUB print each subcommand's usage and flags" $o
 ./run chat --help | grep -q -- "--json"; [ $? != 0 ]; check "chat --help does not offer --json, --raw or --stop" $?
 ./run serve --help | grep -q -- "--temp" && ./run serve --help | grep -q -- "--kv-type"; check "serve takes the sampling and engine flags" $?
 ./run --version | grep -q "^lantern "; check "--version" $?
+# The bench names the CPU its numbers came from, and a comparison column
+# it did not measure says so ("-" and a "not measured" line), per prompt length.
+./run bench models/tiny --llama none --quant bf16 --prompts 8,16 --decode 2 --reps 1 >"$T/b" 2>&1
+name=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
+grep -q "^cpu        ${name:-unknown CPU}" "$T/b" && grep -q "llama.pp8 .*llama.pp16 " "$T/b" &&
+    grep -q "^BF16 .* - .* - .* - .* -  " "$T/b" && grep -q "^llama.cpp  not measured: --llama none" "$T/b"
+check "bench: a cpu line, and llama.cpp's columns (decode, each prompt) say not measured" $?
 a=$(./run models/tiny "Hello" --no-gen-config -n 3 2>/dev/null)
 b=$(./run models/tiny "Hello" --no-gen-config --n-predict=3 2>/dev/null)
 c=$(./run models/tiny -p "Hello" --no-gen-config -n3 2>/dev/null)
