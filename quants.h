@@ -58,11 +58,16 @@ void packed_row(const Mat& W, int r, uint8_t* out);
 // Row r of W as the file stores it: in place, or (packed) unpacked into `tmp`.
 const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp);
 // The tile that reads the packed layout (quants_packed.cpp), for
-// quants_fast.cpp's driver: activation_sums makes the -sum of each 4-code
-// word of every token's Q8_0 activation blocks once per call (xs); packed_tile
+// quants_fast.cpp's driver. activation_sums makes, once per call, the sum
+// xs_j of each 4-code word of every token's Q8_0 activation blocks
+// ([T][n_blocks][8]) in the form a type's tile starts from; packed_tile
 // runs a packed matrix's tile i (rows 16i .. 16i+15) for every token.
-const int32_t* activation_sums(const uint8_t* xq, int T, int cols);
-void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const int32_t* xs, int T, int simd);
+struct BlockSums {
+    const int32_t* start;  // -offset * xs_j, a lane's start where the codes have an offset (Q4_0 8, Q5_0 16, Q6_K 32, Q8_0 128)
+    const float* xsf;      // -xs_j as a float, where the format has a minimum (Q4_1, Q5_1, Q4_K, Q5_K)
+};
+BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols);
+void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd);
 
 // Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from
 // the super-block's 12 scale bytes s (the layout is drawn in quants.cpp).

@@ -562,19 +562,23 @@ void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T,
     if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
     QuantDriver d[MAX_MATMUL_OUTS];
     int first[MAX_MATMUL_OUTS + 1] = {0};
-    bool packed = false;
     for (int m = 0; m < n; m++) {
         d[m] = driver_for(*outs[m].W, T, simd);
         first[m + 1] = first[m] + (outs[m].W->rows + d[m].tile_rows - 1) / d[m].tile_rows;
-        packed = packed || outs[m].W->packed;
     }
     const uint8_t* xq = quantize_activations(x, T, outs[0].W->cols);
-    const int32_t* xs = packed ? activation_sums(xq, T, outs[0].W->cols) : nullptr;
+    BlockSums xs[MAX_MATMUL_OUTS] = {};
+    for (int m = 0; m < n; m++) {
+        if (!outs[m].W->packed) continue;
+        int same = 0;  // a packed matrix of this type before: its sums are made
+        while (same < m && !(outs[same].W->packed && outs[same].W->dtype == outs[m].W->dtype)) same++;
+        xs[m] = same < m ? xs[same] : activation_sums(outs[m].W->dtype, xq, T, outs[m].W->cols);
+    }
     #pragma omp parallel for schedule(static)
     for (int tile = 0; tile < first[n]; tile++) {
         int m = 0;
         while (tile >= first[m + 1]) m++;
-        if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs, T, simd);
+        if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs[m], T, simd);
         else run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
     }
 }

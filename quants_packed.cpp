@@ -159,20 +159,20 @@ INLINE float f16_at(const uint8_t* p) {
 // conversions, 8 fused multiply-adds and one scale vector — no shuffles,
 // no scale broadcasts, no horizontal sums. The same integers and the same
 // float operations in the same order as the reference: the same bits.
-// xs holds -xs_j of the token's blocks (the driver makes it once per call).
+// start holds -offset * xs_j of the token's blocks, xsf -xs_j as a float
+// (activation_sums below, once per call).
 const size_t PACK_PREFETCH = 8192;
 
 // Q4_1 and Q5_1 have no offset but a minimum m (their second f16 field):
 // each word j adds xs_j * m * dx after p_j * d * dx, which with -xs_j in
-// xs is one fnmadd, -(-xs_j * m * dx) + acc: the same exact value as the
+// xsf is one fnmadd, -(-xs_j * m * dx) + acc: the same exact value as the
 // reference's fma, rounded once.
 INLINE int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 || t == DType::Q5_1 ? 5 : 4; }
 
-INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* xs, int b,
-                         __m512 acc[8]) {
+INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* start,
+                         const float* xsf, int b, __m512 acc[8]) {
     const int words = packed_words(t);
     const bool five = t == DType::Q5_0 || t == DType::Q5_1, with_min = t == DType::Q4_1 || t == DType::Q5_1;
-    const int shift = t == DType::Q8_0 ? 7 : t == DType::Q5_0 ? 4 : 3;  // offset 128, 16 or 8 (none with a minimum)
     const uint8_t* wb = g + (size_t)b * words * 64;
     // Decode reads a thread's groups as one long stream, which the hardware
     // prefetcher alone does not run far enough ahead of: ask for the lines
@@ -218,10 +218,10 @@ INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const
     for (int j = 0; j < 8; j++) {
         int32_t xw;
         std::memcpy(&xw, xb + 2 + 4 * j, 4);
-        __m512i s = with_min ? _mm512_setzero_si512() : _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + j]), shift);  // -offset * xs_j
+        __m512i s = with_min ? _mm512_setzero_si512() : _mm512_set1_epi32(start[8 * b + j]);  // -offset * xs_j
         s = _mm512_dpbusd_epi32(s, q[j], _mm512_set1_epi32(xw));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sd, acc[j]);
-        if (with_min) acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps((float)xs[8 * b + j]), md, acc[j]);
+        if (with_min) acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps(xsf[8 * b + j]), md, acc[j]);
     }
 }
 
@@ -235,17 +235,18 @@ INLINE __m512 fold(const __m512 even[8], const __m512 odd[8]) {
 }
 
 // One group of 16 rows times one token: 16 results (before the bias).
-INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
+INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                             const float* xsf) {
     __m512 even[8], odd[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
     const uint8_t* scales = g + (size_t)n_blocks * packed_words(t) * 64;
     int b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
-        packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
-        packed_block(t, g, scales, xq + (size_t)(b + 1) * Q8_BLOCK_BYTES, xs, b + 1, odd);
+        packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, start, xsf, b, even);
+        packed_block(t, g, scales, xq + (size_t)(b + 1) * Q8_BLOCK_BYTES, start, xsf, b + 1, odd);
     }
-    if (b < n_blocks) packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, xs, b, even);
+    if (b < n_blocks) packed_block(t, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, start, xsf, b, even);
     return fold(even, odd);
 }
 
@@ -258,14 +259,14 @@ INLINE __m512 packed_group_t(DType t, const uint8_t* g, int n_blocks, const uint
 // its minimum -(dmin * mn_j), sc_j and mn_j six bits each from the three
 // words of 12 scale bytes (quants.h:kscale_get, here on 16 lanes at once);
 // its codes have no offset, and each word j adds xs_j * min * dx after
-// p_j * scale * dx. xs holds -xs_j, so the minimum's sign moves onto it:
+// p_j * scale * dx. xsf holds -xs_j, so the minimum's sign moves onto it:
 // (-xs_j) * (dmin * mn_j * dx) is the same real number as the reference's
 // xs_j * (-(dmin * mn_j) * dx) (a rounded product keeps its magnitude when
 // a sign flips), and one fma rounds it the same way. Word 8c + j of the
 // nibbles holds block 2c's weights 4j.. in its low nibbles and block
 // 2c+1's in its high. Q5_K is Q4_K with 8 words of fifth bits before the
 // nibbles: bit m of word j's byte i is block m's weight 4j+i's fifth bit.
-INLINE void packed_super_q4_k(bool five, const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const int32_t* xs,
+INLINE void packed_super_q4_k(bool five, const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const float* xsf,
                               int s, __m512 even[8], __m512 odd[8]) {
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(sc + 32)));
@@ -311,18 +312,18 @@ INLINE void packed_super_q4_k(bool five, const uint8_t* codes, const uint8_t* sc
             std::memcpy(&xw, xb + 2 + 4 * k, 4);
             __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_set1_epi32(xw));
             acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sd, acc[k]);
-            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps((float)xs[8 * b + k]), md, acc[k]);
+            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(xsf[8 * b + k]), md, acc[k]);
         }
     }
 }
 
-// Q6_K: codes of 6 bits centred on 32 (xs starts each lane at -32 xs_j, as
+// Q6_K: codes of 6 bits centred on 32 (each lane starts at -32 xs_j, as
 // Q8_0's at -128 xs_j), times one int8 scale per 16 weights (words 0-3 of
 // a block take the first, 4-7 the second), then times d * dx. Of a half
 // (128 weights, blocks 4h..4h+3) the code words 16h..16h+7 hold blocks 4h
 // (low nibbles) and 4h+2 (high), words 16h+8.. blocks 4h+1 and 4h+3, and
 // word 32+8h+k the top two bits of block 4h+m's weights 4k.. at bits 2m.
-INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const int32_t* xs, int s,
+INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uint8_t* xq, const int32_t* start, int s,
                               __m512 even[8], __m512 odd[8]) {
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc));
     const __m512i low4 = _mm512_set1_epi8(15), top2 = _mm512_set1_epi8(0x30);
@@ -351,7 +352,7 @@ INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uin
             __m512i q = _mm512_or_si512(_mm512_and_si512(m < 2 ? v : _mm512_srli_epi16(v, 4), low4), _mm512_and_si512(t, top2));
             int32_t xw;
             std::memcpy(&xw, xb + 2 + 4 * k, 4);
-            __m512i p = _mm512_slli_epi32(_mm512_set1_epi32(xs[8 * b + k]), 5);  // -32 xs_j
+            __m512i p = _mm512_set1_epi32(start[8 * b + k]);  // -32 xs_j
             p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(p, q, _mm512_set1_epi32(xw)), k < 4 ? mul0 : mul1);
             acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sd, acc[k]);
         }
@@ -359,7 +360,8 @@ INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uin
 }
 
 // One group of 16 rows times one token, in a k-quant.
-INLINE __m512 packed_group_k(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs) {
+INLINE __m512 packed_group_k(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                             const float* xsf) {
     __m512 even[8], odd[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) even[j] = odd[j] = _mm512_setzero_ps();
@@ -368,25 +370,25 @@ INLINE __m512 packed_group_k(DType t, const uint8_t* g, int n_blocks, const uint
     const uint8_t* scales = g + (size_t)n_super * words * 64;
     for (int s = 0; s < n_super; s++) {
         const uint8_t *codes = g + (size_t)s * words * 64, *sc = scales + (size_t)s * scale_bytes;
-        if (t == DType::Q6_K) packed_super_q6_k(codes, sc, xq, xs, s, even, odd);
-        else packed_super_q4_k(t == DType::Q5_K, codes, sc, xq, xs, s, even, odd);
+        if (t == DType::Q6_K) packed_super_q6_k(codes, sc, xq, start, s, even, odd);
+        else packed_super_q4_k(t == DType::Q5_K, codes, sc, xq, xsf, s, even, odd);
     }
     return fold(even, odd);
 }
 
-static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* xs,
-                                const float* bias, float* out) {
+static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                                const float* xsf, const float* bias, float* out) {
     // Each type its own instance of the inline code: its branches on t fold away.
     __m512 r;
     switch (t) {
-        case DType::Q8_0: r = packed_group_t(DType::Q8_0, g, n_blocks, xq, xs); break;
-        case DType::Q5_0: r = packed_group_t(DType::Q5_0, g, n_blocks, xq, xs); break;
-        case DType::Q4_0: r = packed_group_t(DType::Q4_0, g, n_blocks, xq, xs); break;
-        case DType::Q4_1: r = packed_group_t(DType::Q4_1, g, n_blocks, xq, xs); break;
-        case DType::Q5_1: r = packed_group_t(DType::Q5_1, g, n_blocks, xq, xs); break;
-        case DType::Q4_K: r = packed_group_k(DType::Q4_K, g, n_blocks, xq, xs); break;
-        case DType::Q5_K: r = packed_group_k(DType::Q5_K, g, n_blocks, xq, xs); break;
-        default: r = packed_group_k(DType::Q6_K, g, n_blocks, xq, xs); break;
+        case DType::Q8_0: r = packed_group_t(DType::Q8_0, g, n_blocks, xq, start, xsf); break;
+        case DType::Q5_0: r = packed_group_t(DType::Q5_0, g, n_blocks, xq, start, xsf); break;
+        case DType::Q4_0: r = packed_group_t(DType::Q4_0, g, n_blocks, xq, start, xsf); break;
+        case DType::Q4_1: r = packed_group_t(DType::Q4_1, g, n_blocks, xq, start, xsf); break;
+        case DType::Q5_1: r = packed_group_t(DType::Q5_1, g, n_blocks, xq, start, xsf); break;
+        case DType::Q4_K: r = packed_group_k(DType::Q4_K, g, n_blocks, xq, start, xsf); break;
+        case DType::Q5_K: r = packed_group_k(DType::Q5_K, g, n_blocks, xq, start, xsf); break;
+        default: r = packed_group_k(DType::Q6_K, g, n_blocks, xq, start, xsf); break;
     }
     _mm512_storeu_ps(out, _mm512_add_ps(r, bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps()));
 }
@@ -394,16 +396,18 @@ static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const u
 
 // A packed matrix's tile i: rows 16i .. 16i+15, every token. Without the
 // AVX-512 tile, the reference on each row as the file stores it.
-void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const int32_t* xs, int T, int simd) {
+void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd) {
     const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK, first = i * W.packed;
     size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, rb = dtype_row_bytes(W.dtype, W.cols);
 #ifdef PACKED_AVX512
     if (simd >= 2) {
         const uint8_t* g = (const uint8_t*)W.data + (size_t)first * rb;
+        size_t per_token = (size_t)n_blocks * 8;
         for (int t = 0; t < T; t++)
-            packed_group_avx512(W.dtype, g, n_blocks, xq + t * xq_bytes, xs + (size_t)t * n_blocks * 8,
-                                o.bias ? o.bias + first : nullptr, o.out + (size_t)t * W.rows + first);
+            packed_group_avx512(W.dtype, g, n_blocks, xq + t * xq_bytes, xs.start ? xs.start + t * per_token : nullptr,
+                                xs.xsf ? xs.xsf + t * per_token : nullptr, o.bias ? o.bias + first : nullptr,
+                                o.out + (size_t)t * W.rows + first);
         return;
     }
 #endif
@@ -417,19 +421,43 @@ void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const int32_t* xs
     }
 }
 
-// -xs_j of every block of every token (int32, [T][n_blocks][8]): the packed
-// tiles start each lane's sum there. Made once per call, read by all tiles.
-static std::vector<int32_t> g_xs;
+// The block sums in the form each type's tile starts from (quants.h:
+// BlockSums), made once per call and read by all tiles: for a format with
+// an offset, the lane's integer start -offset * xs_j, so the tile
+// broadcasts it straight from memory (a shift per word in the tile was 12%
+// of Q4_0's one-token product on the Intel Xeon machine); for a format
+// with a minimum, -xs_j as the float its fma multiplies (a conversion per
+// word saved likewise). One buffer per form: a call's matrices may be of
+// several types (a q4_k_m file's q, k and v).
+static std::vector<int32_t> g_start[4];  // offsets 8, 16, 32, 128
+static std::vector<float> g_xsf;
 
-const int32_t* activation_sums(const uint8_t* xq, int T, int cols) {
-    int n_blocks = cols / Q8_BLOCK;
-    g_xs.resize((size_t)T * n_blocks * 8);
+static int code_offset(DType t) {
+    switch (t) {
+        case DType::Q4_0: return 8;
+        case DType::Q5_0: return 16;
+        case DType::Q6_K: return 32;
+        case DType::Q8_0: return 128;
+        default: return 0;  // a minimum instead
+    }
+}
+
+BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols) {
+    int n_blocks = cols / Q8_BLOCK, offset = code_offset(t);
+    size_t n = (size_t)T * n_blocks * 8;
+    std::vector<int32_t>* start = offset ? &g_start[offset == 8 ? 0 : offset == 16 ? 1 : offset == 32 ? 2 : 3] : nullptr;
+    if (start) start->resize(n);
+    else g_xsf.resize(n);
     #pragma omp parallel for schedule(static) if (T > 1)
     for (int t = 0; t < T; t++)
         for (int b = 0; b < n_blocks; b++) {
+            size_t at = ((size_t)t * n_blocks + b) * 8;
             const int8_t* x = (const int8_t*)(xq + ((size_t)t * n_blocks + b) * Q8_BLOCK_BYTES + 2);
-            for (int j = 0; j < 8; j++) g_xs[((size_t)t * n_blocks + b) * 8 + j] = -(x[4 * j] + x[4 * j + 1] + x[4 * j + 2] + x[4 * j + 3]);
+            for (int j = 0; j < 8; j++) {
+                int xs = x[4 * j] + x[4 * j + 1] + x[4 * j + 2] + x[4 * j + 3];
+                if (start) (*start)[at + j] = -offset * xs;
+                else g_xsf[at + j] = (float)-xs;
+            }
         }
-    return g_xs.data();
+    return {start ? start->data() : nullptr, start ? nullptr : g_xsf.data()};
 }
-
