@@ -288,11 +288,12 @@ static void collect_weights(Model& m, Weights& w) {
 
 // Returns false when the type cannot be made (Q8_0 needs columns % 32 == 0).
 // keep: the weights as loaded.
-// pack: lay the block formats' matrices out for the AVX-512 tiles, as engine_load
-// does for the weights it loads (model.cpp:pack_model); the file's own
+// pack: the level whose packed tiles the set runs (0: none): lay the block
+// formats its tile reads out for it, as engine_load does for the weights it
+// loads (model.cpp:pack_model); the file's own
 // matrices get packed copies. Each kernel set gets the layout it reads, so a
 // row of `--kernels avx2` never runs on a layout made for another set.
-static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
+static bool use_weights(Model& m, Weights& w, DType dt, bool keep, int pack) {
     bool tied = m.lm_head.data == m.embed.data;
     w.storage.clear();  // frees the previous copies before making new ones
     w.storage.shrink_to_fit();
@@ -304,7 +305,7 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep, bool pack) {
         DType t = keep ? o.dtype : block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
         Mat as_t = o;
         as_t.dtype = t;
-        bool packs = pack && can_pack(as_t);
+        bool packs = pack && can_pack(as_t) && packed_tile_reads(t, pack);
         if (o.dtype == t && !packs) continue;
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
@@ -510,7 +511,7 @@ int cmd_bench(int argc, char** argv) {
         bool keep = quants[ti] == "file";
         const char* label = keep ? "file" : dtype_name(dt);
         kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
-        bool packed = packing_pays();
+        int packed = packing_level();
         if (!use_weights(m, w, dt, keep, packed)) {
             printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
@@ -523,7 +524,7 @@ int cmd_bench(int argc, char** argv) {
         double bytes = weight_bytes(w);
         for (KernelSet set : sets) {
             kernels_init(set, threads);
-            if (packing_pays() != packed) use_weights(m, w, dt, keep, packed = packing_pays());
+            if (packing_level() != packed) use_weights(m, w, dt, keep, packed = packing_level());
             Net net;
             net_init(net, m, ctx, kv_type);
             // Runs tokens[0..n) from position 0, batched or one at a time.

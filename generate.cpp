@@ -25,8 +25,8 @@ std::string default_model_path() {
     return "models/tiny";
 }
 
-bool packing_pays() {
-    return g_kernels.simd && quant_simd_for(g_kernels.simd->name) >= 2 && g_device == Device::CPU;
+int packing_level() {
+    return g_kernels.simd && g_device == Device::CPU ? quant_simd_for(g_kernels.simd->name) : 0;
 }
 
 void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
@@ -41,7 +41,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
     kernels_init(o.kernels, o.threads);
     load_model(e.model, path);
     if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
-    if (packing_pays()) pack_model(e.model);
+    if (int level = packing_level()) pack_model(e.model, level);
     if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);

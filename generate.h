@@ -33,10 +33,12 @@ struct Engine {
     Tokenizer tok;  // empty without ENGINE_TOKENIZER
     Net net;        // empty without ENGINE_NET
 };
-// Whether the kernel set now chosen reads the packed layout of Q4_0/Q5_0/
-// Q8_0 (model.cpp:pack_model: AVX-512 integer tiles on the CPU); elsewhere
-// a packed matrix would run the plain path, so it is not packed.
-bool packing_pays();
+// The instruction-set level whose packed tiles the kernel set now chosen
+// runs (quants.h:quant_simd_for: 2 AVX-512, 1 AVX2), or 0 where none does
+// (scalar, plain, a GPU): model.cpp:pack_model lays out for that level the
+// types its tile reads; elsewhere a packed matrix would run the plain
+// path, so nothing is packed.
+int packing_level();
 // trained/kjv once a trained model is there, else the random-weight test
 // model that `make models` writes (real Qwen tokenizer, nonsense output).
 std::string default_model_path();

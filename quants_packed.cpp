@@ -1,6 +1,6 @@
 // quants_packed.cpp — the block formats (Q4_0 ... Q6_K) laid out at load for
-// the AVX-512 integer tile (pack_mat, called by model.cpp:pack_model), and
-// that tile.
+// the integer tiles (pack_mat, called by model.cpp:pack_model), and those
+// tiles: AVX-512's for every format, AVX2's for the five of 32-weight blocks.
 //
 // quants_fast.cpp's tiles read the file's layout: a block's scale and codes
 // side by side, row after row, so each block costs shuffles to put codes
@@ -135,13 +135,12 @@ void pack_mat(Mat& W, std::vector<uint8_t>& storage) {
 // ---------------------------------------------------------------------------
 // The tile.
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__AVX512F__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__) && defined(__AVX512VNNI__)
+// Two tiles read the layout: AVX-512's (16 rows in the 16 lanes of one
+// register) and AVX2's (two halves of 8), each compiled where quants_fast.cpp
+// compiles its tiles of the same instruction set (quant_simd_level()).
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
-#define PACKED_AVX512 1  // exactly when quants_fast.cpp has its AVX-512 tiles (quant_simd_level() == 2)
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers: a false alarm
-#endif
+#define PACKED_AVX2 1
 #define INLINE static inline __attribute__((always_inline))
 
 INLINE float f16_at(const uint8_t* p) {
@@ -149,6 +148,27 @@ INLINE float f16_at(const uint8_t* p) {
     std::memcpy(&h, p, 2);
     return _cvtsh_ss(h);
 }
+
+// Decode reads a thread's groups as one long stream, which the hardware
+// prefetcher alone does not run far enough ahead of: the tiles ask for the
+// lines PACK_PREFETCH bytes down (past a group's end, the next group's,
+// read next). Measured on the Zen 5 machine, 2 threads, alternated: Q8_0
+// decode 42-52 -> 50-68 tok/s, q4_0 64 -> 89-102 (4 KB and 12 KB did no
+// better).
+const size_t PACK_PREFETCH = 8192;
+
+// Code words per block of 32: Q8_0 8, Q5_0 and Q5_1 5 (the fifth bits
+// first), Q4_0 and Q4_1 4 (each holds two words' codes, low and high
+// nibbles).
+INLINE int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 || t == DType::Q5_1 ? 5 : 4; }
+#endif
+
+#if defined(PACKED_AVX2) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__)
+#define PACKED_AVX512 1  // exactly when quants_fast.cpp has its AVX-512 tiles (quant_simd_level() == 2)
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers: a false alarm
+#endif
 
 // The packed layout (quants.h:pack_mat): 16 rows in the 16 int32 lanes. A
 // 64-byte line of a group holds word j of one block of all 16 rows, so one
@@ -161,24 +181,17 @@ INLINE float f16_at(const uint8_t* p) {
 // float operations in the same order as the reference: the same bits.
 // start holds -offset * xs_j of the token's blocks, xsf -xs_j as a float
 // (activation_sums below, once per call).
-const size_t PACK_PREFETCH = 8192;
 
 // Q4_1 and Q5_1 have no offset but a minimum m (their second f16 field):
 // each word j adds xs_j * m * dx after p_j * d * dx, which with -xs_j in
 // xsf is one fnmadd, -(-xs_j * m * dx) + acc: the same exact value as the
 // reference's fma, rounded once.
-INLINE int packed_words(DType t) { return t == DType::Q8_0 ? 8 : t == DType::Q5_0 || t == DType::Q5_1 ? 5 : 4; }
 
 INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const uint8_t* xb, const int32_t* start,
                          const float* xsf, int b, __m512 acc[8]) {
     const int words = packed_words(t);
     const bool five = t == DType::Q5_0 || t == DType::Q5_1, with_min = t == DType::Q4_1 || t == DType::Q5_1;
     const uint8_t* wb = g + (size_t)b * words * 64;
-    // Decode reads a thread's groups as one long stream, which the hardware
-    // prefetcher alone does not run far enough ahead of: ask for the lines
-    // PACK_PREFETCH bytes down (past a group's end, the next group's, read
-    // next). Measured on the Zen 5 machine, 2 threads, alternated: Q8_0 decode
-    // 42-52 -> 50-68 tok/s, q4_0 64 -> 89-102 (4 KB and 12 KB did no better).
     for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), _MM_HINT_T0);
     const uint8_t* sc = scales + (size_t)b * (with_min ? 64 : 32);
     const __m512 dx = _mm512_set1_ps(f16_at(xb));
@@ -394,8 +407,117 @@ static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const u
 }
 #endif  // PACKED_AVX512
 
-// A packed matrix's tile i: rows 16i .. 16i+15, every token. Without the
-// AVX-512 tile, the reference on each row as the file stores it.
+#ifdef PACKED_AVX2
+// The AVX2 tile: the same layout, the same integers and float operations in
+// the same order, with registers of 8 lanes. A group's 16 rows are two
+// halves of 8 (bytes 0-31 and 32-63 of each line). The order's 16 float
+// lanes for 8 rows would take all 16 ymm registers, so each half goes in
+// two passes: the even blocks into 8 accumulators, stored, then the odd
+// blocks into 8, and the fold between them. The second pass and the second
+// half read lines the first brought into the caches. There is no vpdpbusd:
+// a word's four products are pmaddubsw (unsigned x signed byte pairs into
+// int16) and pmaddwd by 1 (pairs of int16 into int32), exact while a pair
+// stays below 2^15: codes of 4 and 5 bits, at most 2 * 31 * 128. Q8_0's
+// codes are signed (the layout stores them plus 128 for vpdpbusd: the xor
+// undoes it), so their sign moves onto the activation (psignb) and |code|
+// is the unsigned side, at most 2 * 128 * 127: the products themselves,
+// with no offset to start from. The k-quants have no AVX2 tile: on AVX2
+// they keep the file's layout (packed_tile_reads).
+INLINE void packed_block_avx2(DType t, int half, const uint8_t* g, const uint8_t* scales, const uint8_t* xb,
+                              const int32_t* start, const float* xsf, int b, __m256 acc[8]) {
+    const int words = packed_words(t);
+    const bool five = t == DType::Q5_0 || t == DType::Q5_1, with_min = t == DType::Q4_1 || t == DType::Q5_1;
+    const uint8_t* wb = g + (size_t)b * words * 64 + 32 * half;
+    if (half == 0)
+        for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), _MM_HINT_T0);
+    const uint8_t* sc = scales + (size_t)b * (with_min ? 64 : 32) + 16 * half;
+    const __m256 dx = _mm256_set1_ps(f16_at(xb));
+    const __m256 sd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sc)), dx);
+    __m256 md = sd;
+    if (with_min) md = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sc + 32))), dx);
+    const __m256i low4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const uint8_t* nib = wb + (five ? 64 : 0);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        int32_t xw;
+        std::memcpy(&xw, xb + 2 + 4 * j, 4);
+        const __m256i xv = _mm256_set1_epi32(xw);
+        __m256i pairs;
+        if (t == DType::Q8_0) {
+            __m256i c = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(wb + 64 * j)), _mm256_set1_epi8((char)0x80));
+            pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(xv, c));
+        } else {  // word j: weights 4j.. (j < 4, the low nibbles) or 16+4(j-4).. (the high ones)
+            __m256i v = _mm256_loadu_si256((const __m256i*)(nib + 64 * (j % 4)));
+            __m256i q = _mm256_and_si256(j < 4 ? v : _mm256_srli_epi16(v, 4), low4);
+            if (five) {  // byte j/2 of each row's fifth-bit word, copied to its 4 bytes, tested bit by bit
+                const __m256i in_lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                                          0x08080808, 0x0C0C0C0C);
+                const __m256i bits = j % 2 ? _mm256_set1_epi32((int)0x80402010) : _mm256_set1_epi32(0x08040201);
+                __m256i qh = _mm256_loadu_si256((const __m256i*)wb);
+                __m256i rep = _mm256_shuffle_epi8(qh, _mm256_add_epi8(in_lane, _mm256_set1_epi8((char)(j / 2))));
+                __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bits), bits);
+                q = _mm256_add_epi8(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+            }
+            pairs = _mm256_maddubs_epi16(q, xv);
+        }
+        __m256i s = _mm256_madd_epi16(pairs, ones);
+        if (t != DType::Q8_0 && !with_min) s = _mm256_add_epi32(s, _mm256_set1_epi32(start[8 * b + j]));  // -offset * xs_j
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc[j]);
+        if (with_min) acc[j] = _mm256_fnmadd_ps(_mm256_set1_ps(xsf[8 * b + j]), md, acc[j]);
+    }
+}
+
+// One group of 16 rows times one token, in halves of 8 rows.
+INLINE void packed_group_avx2_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                                const float* xsf, const float* bias, float* out) {
+    const uint8_t* scales = g + (size_t)n_blocks * packed_words(t) * 64;
+    for (int half = 0; half < 2; half++) {
+        __m256 acc[8], even[8];
+        for (int parity = 0; parity < 2; parity++) {
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+            for (int b = parity; b < n_blocks; b += 2)
+                packed_block_avx2(t, half, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, start, xsf, b, acc);
+            if (parity == 0)
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; j++) even[j] = acc[j];  // the compiler keeps these on the stack
+        }
+        __m256 u[8];  // the reference's fold, as packed_avx512's fold()
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) u[j] = _mm256_add_ps(even[j], acc[j]);
+        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(u[0], u[4]), _mm256_add_ps(u[2], u[6])),
+                                 _mm256_add_ps(_mm256_add_ps(u[1], u[5]), _mm256_add_ps(u[3], u[7])));
+        _mm256_storeu_ps(out + 8 * half, _mm256_add_ps(r, bias ? _mm256_loadu_ps(bias + 8 * half) : _mm256_setzero_ps()));
+    }
+}
+
+static void packed_group_avx2(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                              const float* xsf, const float* bias, float* out) {
+    switch (t) {  // each type its own instance: its branches on t fold away
+        case DType::Q8_0: packed_group_avx2_t(DType::Q8_0, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q5_0: packed_group_avx2_t(DType::Q5_0, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q4_0: packed_group_avx2_t(DType::Q4_0, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q4_1: packed_group_avx2_t(DType::Q4_1, g, n_blocks, xq, start, xsf, bias, out); break;
+        default: packed_group_avx2_t(DType::Q5_1, g, n_blocks, xq, start, xsf, bias, out); break;
+    }
+}
+#endif  // PACKED_AVX2
+
+bool packed_tile_reads(DType t, int simd) {
+#ifdef PACKED_AVX512
+    if (simd >= 2) return packed_form(t).unit > 0;
+#endif
+#ifdef PACKED_AVX2
+    if (simd >= 1) return packed_form(t).unit == 32;
+#endif
+    (void)t;
+    (void)simd;
+    return false;
+}
+
+// A packed matrix's tile i: rows 16i .. 16i+15, every token. Without a
+// tile for its type and instruction set, the reference on each row as the
+// file stores it.
 void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd) {
     const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK, first = i * W.packed;
@@ -408,6 +530,17 @@ void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& 
             packed_group_avx512(W.dtype, g, n_blocks, xq + t * xq_bytes, xs.start ? xs.start + t * per_token : nullptr,
                                 xs.xsf ? xs.xsf + t * per_token : nullptr, o.bias ? o.bias + first : nullptr,
                                 o.out + (size_t)t * W.rows + first);
+        return;
+    }
+#endif
+#ifdef PACKED_AVX2
+    if (simd >= 1 && packed_tile_reads(W.dtype, 1)) {
+        const uint8_t* g = (const uint8_t*)W.data + (size_t)first * rb;
+        size_t per_token = (size_t)n_blocks * 8;
+        for (int t = 0; t < T; t++)
+            packed_group_avx2(W.dtype, g, n_blocks, xq + t * xq_bytes, xs.start ? xs.start + t * per_token : nullptr,
+                              xs.xsf ? xs.xsf + t * per_token : nullptr, o.bias ? o.bias + first : nullptr,
+                              o.out + (size_t)t * W.rows + first);
         return;
     }
 #endif

@@ -64,7 +64,7 @@ static void run(int argc, char** argv) {
         W.dtype = DType::BF16, W.rows = s.rows, W.cols = s.cols, W.data = w.data();
         std::vector<uint8_t> q;
         if (dt != DType::BF16) W = quantize_mat(W, dt, q);
-        if (layout == "packed" && can_pack(W) && quant_simd_for(kernel_path_name()) >= 2) pack_mat(W, q);
+        if (layout == "packed" && can_pack(W) && packed_tile_reads(W.dtype, quant_simd_for(kernel_path_name()))) pack_mat(W, q);
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             auto t0 = std::chrono::steady_clock::now();
