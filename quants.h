@@ -68,10 +68,10 @@ struct BlockSums {
 };
 BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols);
 void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd);
-// Whether the packed tile of an instruction-set level (quant_simd_for)
-// reads type t: AVX-512 (2) every block format, AVX2 (1) Q4_0, Q4_1, Q5_0,
-// Q5_1 and Q8_0. A matrix is packed only for a tile that reads it
-// (model.cpp:pack_model); the others keep the file's layout.
+// Whether the packed tile of an instruction-set level (quant_simd_for:
+// 2 AVX-512, 1 AVX2) reads type t: every block format where the level has
+// a tile, none at level 0. A matrix is packed only for a tile that reads
+// it (model.cpp:pack_model); the others keep the file's layout.
 bool packed_tile_reads(DType t, int simd);
 
 // Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from

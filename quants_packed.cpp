@@ -1,6 +1,6 @@
 // quants_packed.cpp — the block formats (Q4_0 ... Q6_K) laid out at load for
 // the integer tiles (pack_mat, called by model.cpp:pack_model), and those
-// tiles: AVX-512's for every format, AVX2's for the five of 32-weight blocks.
+// tiles: AVX-512's and AVX2's.
 //
 // quants_fast.cpp's tiles read the file's layout: a block's scale and codes
 // side by side, row after row, so each block costs shuffles to put codes
@@ -421,8 +421,7 @@ static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const u
 // codes are signed (the layout stores them plus 128 for vpdpbusd: the xor
 // undoes it), so their sign moves onto the activation (psignb) and |code|
 // is the unsigned side, at most 2 * 128 * 127: the products themselves,
-// with no offset to start from. The k-quants have no AVX2 tile: on AVX2
-// they keep the file's layout (packed_tile_reads).
+// with no offset to start from.
 INLINE void packed_block_avx2(DType t, int half, const uint8_t* g, const uint8_t* scales, const uint8_t* xb,
                               const int32_t* start, const float* xsf, int b, __m256 acc[8]) {
     const int words = packed_words(t);
@@ -467,24 +466,124 @@ INLINE void packed_block_avx2(DType t, int half, const uint8_t* g, const uint8_t
     }
 }
 
-// One group of 16 rows times one token, in halves of 8 rows.
+// The k-quants on 8 rows, one parity of a super-block's blocks at a time
+// (the AVX-512 functions above, with the scales and codes of a half: bytes
+// 16h.. of each 32-byte f16 field, 32h.. of each 64-byte word).
+INLINE void packed_super_q4_k_avx2(bool five, int half, int parity, const uint8_t* codes, const uint8_t* sc,
+                                   const uint8_t* xq, const float* xsf, int s, __m256 acc[8]) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sc + 16 * half)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sc + 32 + 16 * half)));
+    const __m256i w0 = _mm256_loadu_si256((const __m256i*)(sc + 64 + 32 * half)),
+                  w1 = _mm256_loadu_si256((const __m256i*)(sc + 128 + 32 * half)),
+                  w2 = _mm256_loadu_si256((const __m256i*)(sc + 192 + 32 * half));
+    const __m256i low4 = _mm256_set1_epi8(15), low6 = _mm256_set1_epi32(63), three = _mm256_set1_epi32(3),
+                  fifteen = _mm256_set1_epi32(15), bit4 = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
+    const uint8_t* nibbles = codes + (five ? 8 * 64 : 0);
+#pragma GCC unroll 8
+    for (int j = parity; j < 8; j += 2) {
+        __m256i scj, mnj;  // quants.h:kscale_get
+        if (j < 4) {
+            scj = _mm256_and_si256(_mm256_srli_epi32(w0, 8 * j), low6);
+            mnj = _mm256_and_si256(_mm256_srli_epi32(w1, 8 * j), low6);
+        } else {
+            int k = 8 * (j - 4);
+            scj = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, k), fifteen),
+                                  _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w0, k + 6), three), 4));
+            mnj = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, k + 4), fifteen),
+                                  _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w1, k + 6), three), 4));
+        }
+        int b = 8 * s + j;
+        const uint8_t* xb = xq + (size_t)b * Q8_BLOCK_BYTES;
+        __m256 dx = _mm256_set1_ps(f16_at(xb));
+        __m256 sd = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(scj)), dx);
+        __m256 md = _mm256_mul_ps(_mm256_mul_ps(dmin, _mm256_cvtepi32_ps(mnj)), dx);
+        const uint8_t* wb = nibbles + (size_t)(j / 2) * 8 * 64;
+        if (half == 0 && parity == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        if (five && half == 0 && j == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(codes + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m256i v = _mm256_loadu_si256((const __m256i*)(wb + 64 * k + 32 * half));
+            __m256i q = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, low4);
+            if (five) {
+                __m256i h = _mm256_loadu_si256((const __m256i*)(codes + 64 * k + 32 * half));
+                h = j < 4 ? _mm256_slli_epi16(h, 4 - j) : _mm256_srli_epi16(h, j - 4);
+                q = _mm256_or_si256(q, _mm256_and_si256(h, bit4));
+            }
+            int32_t xw;
+            std::memcpy(&xw, xb + 2 + 4 * k, 4);
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_set1_epi32(xw)), ones);
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sd, acc[k]);
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(xsf[8 * b + k]), md, acc[k]);
+        }
+    }
+}
+
+INLINE void packed_super_q6_k_avx2(int half, int parity, const uint8_t* codes, const uint8_t* sc, const uint8_t* xq,
+                                   const int32_t* start, int s, __m256 acc[8]) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sc + 16 * half)));
+    const __m256i low4 = _mm256_set1_epi8(15), top2 = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int j = parity; j < 8; j += 2) {
+        int h = j / 4, m = j % 4, b = 8 * s + j;
+        __m256i sw = _mm256_loadu_si256((const __m256i*)(sc + 32 + 64 * (j / 2) + 32 * half));
+        __m256i mul0 = _mm256_srai_epi32(_mm256_slli_epi32(sw, 24 - 8 * (2 * (j % 2))), 24);
+        __m256i mul1 = _mm256_srai_epi32(_mm256_slli_epi32(sw, 16 - 8 * (2 * (j % 2))), 24);
+        const uint8_t* xb = xq + (size_t)b * Q8_BLOCK_BYTES;
+        __m256 sd = _mm256_mul_ps(d, _mm256_set1_ps(f16_at(xb)));
+        const uint8_t* lo = codes + (size_t)(16 * h + 8 * (m % 2)) * 64;
+        const uint8_t* hi = codes + (size_t)(32 + 8 * h) * 64;
+        if (half == 0 && m < 2)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(lo + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+        if (half == 0 && m == 0)
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(hi + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m256i v = _mm256_loadu_si256((const __m256i*)(lo + 64 * k + 32 * half)),
+                    t = _mm256_loadu_si256((const __m256i*)(hi + 64 * k + 32 * half));
+            t = m == 0 ? _mm256_slli_epi16(t, 4) : m == 1 ? _mm256_slli_epi16(t, 2) : m == 2 ? t : _mm256_srli_epi16(t, 2);
+            __m256i q = _mm256_or_si256(_mm256_and_si256(m < 2 ? v : _mm256_srli_epi16(v, 4), low4), _mm256_and_si256(t, top2));
+            int32_t xw;
+            std::memcpy(&xw, xb + 2 + 4 * k, 4);
+            __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_set1_epi32(xw)), ones);  // codes < 64: no int16 overflow
+            p = _mm256_mullo_epi32(_mm256_add_epi32(p, _mm256_set1_epi32(start[8 * b + k])), k < 4 ? mul0 : mul1);  // -32 xs_j
+            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sd, acc[k]);
+        }
+    }
+}
+
+// One pass: the blocks of one parity of a half's 8 rows into acc.
+INLINE void packed_pass_avx2(DType t, int half, int parity, const uint8_t* g, int n_blocks, const uint8_t* xq,
+                             const int32_t* start, const float* xsf, __m256 acc[8]) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    if (packed_form(t).unit == 32) {
+        const uint8_t* scales = g + (size_t)n_blocks * packed_words(t) * 64;
+        for (int b = parity; b < n_blocks; b += 2)
+            packed_block_avx2(t, half, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, start, xsf, b, acc);
+        return;
+    }
+    int n_super = n_blocks / 8, words = t == DType::Q4_K ? 32 : t == DType::Q5_K ? 40 : 48;
+    int scale_bytes = t == DType::Q6_K ? 288 : 256;
+    const uint8_t* scales = g + (size_t)n_super * words * 64;
+    for (int s = 0; s < n_super; s++) {
+        const uint8_t *codes = g + (size_t)s * words * 64, *sc = scales + (size_t)s * scale_bytes;
+        if (t == DType::Q6_K) packed_super_q6_k_avx2(half, parity, codes, sc, xq, start, s, acc);
+        else packed_super_q4_k_avx2(t == DType::Q5_K, half, parity, codes, sc, xq, xsf, s, acc);
+    }
+}
+
+// One group of 16 rows times one token, in halves of 8 rows: the even
+// pass, the odd pass, and the reference's fold (packed_avx512's fold()).
 INLINE void packed_group_avx2_t(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
                                 const float* xsf, const float* bias, float* out) {
-    const uint8_t* scales = g + (size_t)n_blocks * packed_words(t) * 64;
     for (int half = 0; half < 2; half++) {
-        __m256 acc[8], even[8];
-        for (int parity = 0; parity < 2; parity++) {
+        __m256 even[8], odd[8], u[8];
+        packed_pass_avx2(t, half, 0, g, n_blocks, xq, start, xsf, even);
+        packed_pass_avx2(t, half, 1, g, n_blocks, xq, start, xsf, odd);
 #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-            for (int b = parity; b < n_blocks; b += 2)
-                packed_block_avx2(t, half, g, scales, xq + (size_t)b * Q8_BLOCK_BYTES, start, xsf, b, acc);
-            if (parity == 0)
-#pragma GCC unroll 8
-                for (int j = 0; j < 8; j++) even[j] = acc[j];  // the compiler keeps these on the stack
-        }
-        __m256 u[8];  // the reference's fold, as packed_avx512's fold()
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) u[j] = _mm256_add_ps(even[j], acc[j]);
+        for (int j = 0; j < 8; j++) u[j] = _mm256_add_ps(even[j], odd[j]);
         __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(u[0], u[4]), _mm256_add_ps(u[2], u[6])),
                                  _mm256_add_ps(_mm256_add_ps(u[1], u[5]), _mm256_add_ps(u[3], u[7])));
         _mm256_storeu_ps(out + 8 * half, _mm256_add_ps(r, bias ? _mm256_loadu_ps(bias + 8 * half) : _mm256_setzero_ps()));
@@ -498,17 +597,17 @@ static void packed_group_avx2(DType t, const uint8_t* g, int n_blocks, const uin
         case DType::Q5_0: packed_group_avx2_t(DType::Q5_0, g, n_blocks, xq, start, xsf, bias, out); break;
         case DType::Q4_0: packed_group_avx2_t(DType::Q4_0, g, n_blocks, xq, start, xsf, bias, out); break;
         case DType::Q4_1: packed_group_avx2_t(DType::Q4_1, g, n_blocks, xq, start, xsf, bias, out); break;
-        default: packed_group_avx2_t(DType::Q5_1, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q5_1: packed_group_avx2_t(DType::Q5_1, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q4_K: packed_group_avx2_t(DType::Q4_K, g, n_blocks, xq, start, xsf, bias, out); break;
+        case DType::Q5_K: packed_group_avx2_t(DType::Q5_K, g, n_blocks, xq, start, xsf, bias, out); break;
+        default: packed_group_avx2_t(DType::Q6_K, g, n_blocks, xq, start, xsf, bias, out); break;
     }
 }
 #endif  // PACKED_AVX2
 
 bool packed_tile_reads(DType t, int simd) {
-#ifdef PACKED_AVX512
-    if (simd >= 2) return packed_form(t).unit > 0;
-#endif
 #ifdef PACKED_AVX2
-    if (simd >= 1) return packed_form(t).unit == 32;
+    if (simd >= 1) return packed_form(t).unit > 0;  // PACKED_AVX512 implies PACKED_AVX2
 #endif
     (void)t;
     (void)simd;
