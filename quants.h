@@ -69,8 +69,9 @@ struct BlockSums {
 BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols);
 void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd);
 // Whether the packed tile of an instruction-set level (quant_simd_for:
-// 2 AVX-512, 1 AVX2) reads type t: every block format where the level has
-// a tile, none at level 0. A matrix is packed only for a tile that reads
+// 2 AVX-512, 1 AVX2) reads type t: AVX-512 every block format, AVX2 all
+// but Q8_0 (kernels_avx2.cpp's tile decodes it faster in the file's
+// layout), none at level 0. A matrix is packed only for a tile that reads
 // it (model.cpp:pack_model); the others keep the file's layout.
 bool packed_tile_reads(DType t, int simd);
 

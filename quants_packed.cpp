@@ -417,11 +417,13 @@ static void packed_group_avx512(DType t, const uint8_t* g, int n_blocks, const u
 // half read lines the first brought into the caches. There is no vpdpbusd:
 // a word's four products are pmaddubsw (unsigned x signed byte pairs into
 // int16) and pmaddwd by 1 (pairs of int16 into int32), exact while a pair
-// stays below 2^15: codes of 4 and 5 bits, at most 2 * 31 * 128. Q8_0's
-// codes are signed (the layout stores them plus 128 for vpdpbusd: the xor
-// undoes it), so their sign moves onto the activation (psignb) and |code|
-// is the unsigned side, at most 2 * 128 * 127: the products themselves,
-// with no offset to start from.
+// stays below 2^15: codes of 4 to 6 bits, at most 2 * 63 * 128. Q8_0 is
+// not read here: on AVX2 it keeps the file's layout and kernels_avx2.cpp's
+// tile, whose decode reads several stripes of a matrix at once (chapter
+// 11, Step 4). Packed, with 8 words a block read in four passes, it
+// decoded slower: 40.8 -> 35-37 tok/s, --kernels avx2 --quant q8_0 on the
+// Intel Xeon machine, 2 threads, alternated (prefill gained 15-25%, but
+// decode is what Q8_0 is for).
 INLINE void packed_block_avx2(DType t, int half, const uint8_t* g, const uint8_t* scales, const uint8_t* xb,
                               const int32_t* start, const float* xsf, int b, __m256 acc[8]) {
     const int words = packed_words(t);
@@ -441,26 +443,20 @@ INLINE void packed_block_avx2(DType t, int half, const uint8_t* g, const uint8_t
         int32_t xw;
         std::memcpy(&xw, xb + 2 + 4 * j, 4);
         const __m256i xv = _mm256_set1_epi32(xw);
-        __m256i pairs;
-        if (t == DType::Q8_0) {
-            __m256i c = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(wb + 64 * j)), _mm256_set1_epi8((char)0x80));
-            pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(c), _mm256_sign_epi8(xv, c));
-        } else {  // word j: weights 4j.. (j < 4, the low nibbles) or 16+4(j-4).. (the high ones)
-            __m256i v = _mm256_loadu_si256((const __m256i*)(nib + 64 * (j % 4)));
-            __m256i q = _mm256_and_si256(j < 4 ? v : _mm256_srli_epi16(v, 4), low4);
-            if (five) {  // byte j/2 of each row's fifth-bit word, copied to its 4 bytes, tested bit by bit
-                const __m256i in_lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
-                                                          0x08080808, 0x0C0C0C0C);
-                const __m256i bits = j % 2 ? _mm256_set1_epi32((int)0x80402010) : _mm256_set1_epi32(0x08040201);
-                __m256i qh = _mm256_loadu_si256((const __m256i*)wb);
-                __m256i rep = _mm256_shuffle_epi8(qh, _mm256_add_epi8(in_lane, _mm256_set1_epi8((char)(j / 2))));
-                __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bits), bits);
-                q = _mm256_add_epi8(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
-            }
-            pairs = _mm256_maddubs_epi16(q, xv);
+        // word j: weights 4j.. (j < 4, the low nibbles) or 16+4(j-4).. (the high ones)
+        __m256i v = _mm256_loadu_si256((const __m256i*)(nib + 64 * (j % 4)));
+        __m256i q = _mm256_and_si256(j < 4 ? v : _mm256_srli_epi16(v, 4), low4);
+        if (five) {  // byte j/2 of each row's fifth-bit word, copied to its 4 bytes, tested bit by bit
+            const __m256i in_lane = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404,
+                                                      0x08080808, 0x0C0C0C0C);
+            const __m256i bits = j % 2 ? _mm256_set1_epi32((int)0x80402010) : _mm256_set1_epi32(0x08040201);
+            __m256i qh = _mm256_loadu_si256((const __m256i*)wb);
+            __m256i rep = _mm256_shuffle_epi8(qh, _mm256_add_epi8(in_lane, _mm256_set1_epi8((char)(j / 2))));
+            __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bits), bits);
+            q = _mm256_add_epi8(q, _mm256_and_si256(set, _mm256_set1_epi8(16)));
         }
-        __m256i s = _mm256_madd_epi16(pairs, ones);
-        if (t != DType::Q8_0 && !with_min) s = _mm256_add_epi32(s, _mm256_set1_epi32(start[8 * b + j]));  // -offset * xs_j
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), ones);
+        if (!with_min) s = _mm256_add_epi32(s, _mm256_set1_epi32(start[8 * b + j]));  // -offset * xs_j
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sd, acc[j]);
         if (with_min) acc[j] = _mm256_fnmadd_ps(_mm256_set1_ps(xsf[8 * b + j]), md, acc[j]);
     }
@@ -593,7 +589,6 @@ INLINE void packed_group_avx2_t(DType t, const uint8_t* g, int n_blocks, const u
 static void packed_group_avx2(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
                               const float* xsf, const float* bias, float* out) {
     switch (t) {  // each type its own instance: its branches on t fold away
-        case DType::Q8_0: packed_group_avx2_t(DType::Q8_0, g, n_blocks, xq, start, xsf, bias, out); break;
         case DType::Q5_0: packed_group_avx2_t(DType::Q5_0, g, n_blocks, xq, start, xsf, bias, out); break;
         case DType::Q4_0: packed_group_avx2_t(DType::Q4_0, g, n_blocks, xq, start, xsf, bias, out); break;
         case DType::Q4_1: packed_group_avx2_t(DType::Q4_1, g, n_blocks, xq, start, xsf, bias, out); break;
@@ -606,8 +601,11 @@ static void packed_group_avx2(DType t, const uint8_t* g, int n_blocks, const uin
 #endif  // PACKED_AVX2
 
 bool packed_tile_reads(DType t, int simd) {
+#ifdef PACKED_AVX512
+    if (simd >= 2) return packed_form(t).unit > 0;
+#endif
 #ifdef PACKED_AVX2
-    if (simd >= 1) return packed_form(t).unit > 0;  // PACKED_AVX512 implies PACKED_AVX2
+    if (simd >= 1) return packed_form(t).unit > 0 && t != DType::Q8_0;  // Q8_0: packed_block_avx2's comment
 #endif
     (void)t;
     (void)simd;
