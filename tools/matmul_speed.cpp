@@ -8,7 +8,7 @@
 // Prints, per shape, the best of `reps` runs. The weights are random bf16,
 // the activations random f32: only the time is of interest here.
 // --type q4_0 (any weight type) quantizes them; --layout packed then lays a
-// block-format matrix out for the AVX-512 tiles (quants.h:pack_mat), as
+// block-format matrix out for the set's packed tile (AVX-512 or AVX2; quants.h:pack_mat), as
 // loading does, and --layout file keeps the file's layout:
 //   build/matmul_speed --type q4_0 --layout file --tokens 1 --threads 1 --reps 200
 #include "kernels.h"
