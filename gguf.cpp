@@ -324,15 +324,18 @@ std::string gguf_tensor_name(const std::string& hf_name) { return map_name(hf_na
 // The model: hyper-parameters from the qwen2.* (or qwen3.*) keys, tensors
 // under HF names.
 
-static int64_t need_int(const GGUFFile& f, const std::string& key, int64_t def = -1) {
+// A hyper-parameter: a positive integer up to `hi`, model.h's bound for it
+// (a file that says 2,000,000,000 layers is refused here, not by a failed
+// allocation of the layers).
+static int64_t need_int(const GGUFFile& f, const std::string& key, int64_t hi, int64_t def = -1) {
     const GGUFValue* v = gguf_find(f, key);
     if (!v) {
         if (def >= 0) return def;
         fail("%s: key %s is missing", f.path.c_str(), key.c_str());
     }
-    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_F32 || v->type == GGUF_F64 || v->i64 <= 0 ||
-        v->i64 > (1 << 30))
+    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_F32 || v->type == GGUF_F64 || v->i64 <= 0)
         fail("%s: key %s must be a positive integer", f.path.c_str(), key.c_str());
+    if (v->i64 > hi) fail("%s: key %s is %lld; at most %lld is allowed", f.path.c_str(), key.c_str(), (long long)v->i64, (long long)hi);
     return v->i64;
 }
 static double need_float(const GGUFFile& f, const std::string& key, double def) {
@@ -365,12 +368,12 @@ void gguf_open_model(Model& m, const std::string& path) {
     const std::string a = arch + ".";
     Config& c = m.cfg;
     c.qwen3 = arch == "qwen3";
-    c.hidden = (int)need_int(f, a + "embedding_length");
-    c.intermediate = (int)need_int(f, a + "feed_forward_length");
-    c.n_layers = (int)need_int(f, a + "block_count");
-    c.n_heads = (int)need_int(f, a + "attention.head_count");
-    c.n_kv_heads = (int)need_int(f, a + "attention.head_count_kv", c.n_heads);
-    c.max_pos = (int)need_int(f, a + "context_length", 32768);
+    c.hidden = (int)need_int(f, a + "embedding_length", MAX_HIDDEN);
+    c.intermediate = (int)need_int(f, a + "feed_forward_length", MAX_INTERMEDIATE);
+    c.n_layers = (int)need_int(f, a + "block_count", MAX_LAYERS);
+    c.n_heads = (int)need_int(f, a + "attention.head_count", MAX_HEADS);
+    c.n_kv_heads = (int)need_int(f, a + "attention.head_count_kv", MAX_HEADS, c.n_heads);
+    c.max_pos = (int)need_int(f, a + "context_length", MAX_POSITIONS, 32768);
     c.eps = (float)need_float(f, a + "attention.layer_norm_rms_epsilon", 1e-6);
     c.rope_theta = (float)need_float(f, a + "rope.freq_base", 10000.0);
     if (c.n_heads % c.n_kv_heads) fail("%s: head_count %d is not a multiple of head_count_kv %d", path.c_str(), c.n_heads, c.n_kv_heads);
@@ -381,9 +384,9 @@ void gguf_open_model(Model& m, const std::string& path) {
     bool stated = gguf_find(f, a + "attention.key_length") != nullptr;
     if (!stated && c.hidden % c.n_heads)
         fail("%s: embedding_length %d is not a multiple of head_count %d", path.c_str(), c.hidden, c.n_heads);
-    c.head_dim = (int)need_int(f, a + "attention.key_length", stated ? -1 : c.hidden / c.n_heads);
+    c.head_dim = (int)need_int(f, a + "attention.key_length", MAX_HIDDEN, stated ? -1 : c.hidden / c.n_heads);
     if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
-    if (need_int(f, a + "attention.value_length", c.head_dim) != c.head_dim)
+    if (need_int(f, a + "attention.value_length", MAX_HIDDEN, c.head_dim) != c.head_dim)
         fail("%s: %sattention.value_length differs from the key length %d", path.c_str(), a.c_str(), c.head_dim);
     const GGUFValue* bos = gguf_find(f, "tokenizer.ggml.bos_token_id");
     const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");

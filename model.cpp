@@ -62,9 +62,8 @@ static std::string read_file(const std::string& path) {
 // through json_read.h with a range: a file that says 2,000,000,000 layers is
 // refused here, not by a failed allocation after the first tensor check, and
 // 4294967304 is not quietly read as 8. The bounds are far above any real
-// model (Llama 3 405B: hidden 16384, 126 layers, vocab 128256).
-const int MAX_HIDDEN = 1 << 20, MAX_INTERMEDIATE = 1 << 22, MAX_LAYERS = 1 << 12, MAX_HEADS = 1 << 12,
-          MAX_VOCAB = 1 << 24, MAX_POSITIONS = 1 << 30;
+// model (Llama 3 405B: hidden 16384, 126 layers, vocab 128256). The same
+// bounds (model.h) hold for a GGUF file's hyper-parameters (gguf.cpp).
 
 Config parse_config(const std::string& path) {
     json j = json_parse(read_file(path), path);

@@ -7,6 +7,11 @@
 #include "common.h"
 #include "kernels.h"
 
+// The largest hyper-parameters a model file may state, config.json or
+// GGUF (each later sizes an allocation or a loop: model.cpp:parse_config).
+const int MAX_HIDDEN = 1 << 20, MAX_INTERMEDIATE = 1 << 22, MAX_LAYERS = 1 << 12, MAX_HEADS = 1 << 12,
+          MAX_VOCAB = 1 << 24, MAX_POSITIONS = 1 << 30;
+
 // The numbers of config.json that decide every shape.
 struct Config {
     int hidden = 0;        // hidden_size              (0.5B: 896)

@@ -111,6 +111,7 @@ damage hp         'put32(kv["qwen2.embedding_length"][2], 128)';    expect_error
 damage missing    'at = T["blk.3.ffn_down.weight"][0] + 8; b[at:at + 5] = b"xlk.3"'; expect_error "missing.gguf: tensor blk.3.ffn_down.weight is missing" $RUN $t/missing.gguf "Hi" -n 1
 damage arch       'at = kv["general.architecture"][2] + 8; b[at:at + 5] = b"mamba"'; expect_error 'arch.gguf: architecture "mamba" is not supported' $RUN $t/arch.gguf "Hi" -n 1
 damage hp_zero    'put32(kv["qwen2.block_count"][2], 0)';           expect_error "hp_zero.gguf: key qwen2.block_count must be a positive integer" $RUN $t/hp_zero.gguf "Hi" -n 1
+damage hp_huge    'put32(kv["qwen2.block_count"][2], 1000000000)';    expect_error "hp_huge.gguf: key qwen2.block_count is 1000000000; at most 4096 is allowed" $RUN $t/hp_huge.gguf "Hi" -n 1
 damage hp_type    'put32(kv["qwen2.attention.head_count"][1], 6)';  expect_error "hp_type.gguf: key qwen2.attention.head_count must be a positive integer" $RUN $t/hp_type.gguf "Hi" -n 1
 damage hp_heads   'put32(kv["qwen2.attention.head_count_kv"][2], 3)'; expect_error "hp_heads.gguf: head_count 4 is not a multiple of head_count_kv 3" $RUN $t/hp_heads.gguf "Hi" -n 1
 # The tokenizer
