@@ -229,6 +229,10 @@ static double measure_fma_gflops(int reps, int width) {
 // mean little without it: the same cloud VM type has been an AMD Zen 3,
 // a Zen 5 and an Intel Xeon on different days.
 static std::string cpu_description() {
+    auto chomp = [](std::string s) {  // without the line's end and trailing spaces
+        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+        return s;
+    };
     std::string name, vendor, family, model;
     if (FILE* f = fopen("/proc/cpuinfo", "r")) {
         char line[512];
@@ -240,8 +244,7 @@ static std::string cpu_description() {
                 continue;
             }
             std::string key = l.substr(0, l.find_last_not_of(" \t", colon - 1) + 1);
-            std::string value = l.substr(std::min(l.size(), colon + 2));
-            while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+            std::string value = chomp(l.substr(std::min(l.size(), colon + 2)));
             if (key == "model name" && name.empty()) name = value;
             else if (key == "vendor_id" && vendor.empty()) vendor = value;
             else if (key == "cpu family" && family.empty()) family = value;
@@ -249,13 +252,12 @@ static std::string cpu_description() {
         }
         fclose(f);
     }
-    auto cache = [](int index) {
+    auto cache = [&](int index) {
         std::string size;
         if (FILE* f = fopen(("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size").c_str(), "r")) {
             char buf[64] = {0};
-            if (fgets(buf, sizeof buf, f)) size = buf;
+            if (fgets(buf, sizeof buf, f)) size = chomp(buf);
             fclose(f);
-            while (!size.empty() && (size.back() == '\n' || size.back() == ' ')) size.pop_back();
         }
         long kb = atol(size.c_str());  // sysfs says e.g. "2048K"
         if (kb >= 1024 && kb % 1024 == 0 && size.back() == 'K') size = std::to_string(kb / 1024) + " MB";

@@ -27,7 +27,7 @@ check "SUB --help and ./run help SUB print each subcommand's usage and flags" $o
 # it did not measure says so ("-" and a "not measured" line), per prompt length.
 ./run bench models/tiny --llama none --quant bf16 --prompts 8,16 --decode 2 --reps 1 >"$T/b" 2>&1
 name=$(grep -m1 '^model name' /proc/cpuinfo | sed 's/.*: //')
-grep -q "^cpu        ${name:-unknown CPU}" "$T/b" && grep -q "llama.pp8 .*llama.pp16 " "$T/b" &&
+grep -qF "cpu        ${name:-unknown CPU}" "$T/b" && grep -q "llama.pp8 .*llama.pp16 " "$T/b" &&
     grep -q "^BF16 .* - .* - .* - .* -  " "$T/b" && grep -q "^llama.cpp  not measured: --llama none" "$T/b"
 check "bench: a cpu line, and llama.cpp's columns (decode, each prompt) say not measured" $?
 a=$(./run models/tiny "Hello" --no-gen-config -n 3 2>/dev/null)
