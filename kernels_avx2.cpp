@@ -268,16 +268,16 @@ INLINE void q8_pass(const uint8_t* const* w, const uint8_t* const* x, int NT, in
         for (int t = 0; t < NT; t++) a[r][t] = _mm256_setzero_ps();
     for (int b = parity; b < n_blocks; b += 2) {
         size_t off = (size_t)b * Q8_BLOCK_BYTES;
-        __m128i h = _mm_setzero_si128();
+        uint64_t hs = 0;  // the 4 f16 scales side by side (an insert would need r to be a constant)
         __m256i wabs[Q8_ROWS];
 #pragma GCC unroll 4
         for (int r = 0; r < Q8_ROWS; r++) {
             uint16_t hr;
             std::memcpy(&hr, w[r] + off, 2);
-            h = _mm_insert_epi16(h, hr, r);
+            hs |= (uint64_t)hr << (16 * r);
             wabs[r] = _mm256_abs_epi8(_mm256_loadu_si256((const __m256i*)(w[r] + off + 2)));
         }
-        __m128 dw = _mm_cvtph_ps(h);
+        __m128 dw = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)hs));
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
             __m256i xq = _mm256_loadu_si256((const __m256i*)(x[t] + off + 2));
