@@ -237,6 +237,17 @@ INLINE void tile_q8_one(const uint8_t* const* w, const uint8_t* x, int n_blocks,
     for (int r = 0; r < Q8_ROWS; r++) out[r][0] = hsum16(lo[r], hi[r]);
 }
 
+// Lane r of each 128-bit half, in every lane (r a constant once unrolled).
+INLINE __m256 lane(__m256 v, int r) {
+    switch (r) {
+        case 0: return _mm256_shuffle_ps(v, v, 0x00);
+        case 1: return _mm256_shuffle_ps(v, v, 0x55);
+        case 2: return _mm256_shuffle_ps(v, v, 0xaa);
+        default: return _mm256_shuffle_ps(v, v, 0xff);
+    }
+}
+static_assert(Q8_ROWS <= 4, "q8_pass takes the rows' scales from one register of 4");
+
 // A batch, in two passes like the float tile: the even blocks (lanes 0-7),
 // then the odd ones (lanes 8-15), one accumulator per pair: 4 rows x 3
 // tokens. Per block, the 4 rows' scales are converted in one instruction
@@ -249,16 +260,6 @@ INLINE void tile_q8_one(const uint8_t* const* w, const uint8_t* x, int n_blocks,
 // Intel Xeon machine (tools/matmul_speed.cpp --type q8_0 --layout file):
 // 2 x 2 with two accumulators per pair 50.5-50.9 GFLOP/s; 3 x 3 in two
 // passes 55.0-55.7; with the scales as here 60.2-61.2; 4 x 3 63.2-63.5.
-// Lane r of each 128-bit half, in every lane (r a constant once unrolled).
-INLINE __m256 lane(__m256 v, int r) {
-    switch (r) {
-        case 0: return _mm256_shuffle_ps(v, v, 0x00);
-        case 1: return _mm256_shuffle_ps(v, v, 0x55);
-        case 2: return _mm256_shuffle_ps(v, v, 0xaa);
-        default: return _mm256_shuffle_ps(v, v, 0xff);
-    }
-}
-static_assert(Q8_ROWS <= 4, "q8_pass takes the rows' scales from one register of 4");
 INLINE void q8_pass(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks, int parity,
                     __m256 acc[Q8_ROWS][Q8_TOKENS]) {
     __m256 a[Q8_ROWS][Q8_TOKENS];
