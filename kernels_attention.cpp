@@ -101,7 +101,7 @@ static void att_scores_scalar(float* s, const float* q, size_t q_stride, int nq,
 
 // The keys of each KV head, transposed, in blocks: [n_kv_heads][blocks][head_dim][ATT_BLOCK];
 // keys past the last are zeros (their scores are masked). One buffer, reused.
-static std::vector<float> g_kt;
+static LineVector<float> g_kt;
 
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
 static void attention_tile(float* out, float* scores, const float* q, const float* kt, const uint8_t* values,

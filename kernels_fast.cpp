@@ -272,7 +272,7 @@ void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out) {
 
 // Activations quantized for a Q8_0 matmul: [T, cols/32 blocks]. One buffer,
 // reused by every call (matmul is never called from two threads at once).
-static std::vector<uint8_t> g_xq;
+static LineVector<uint8_t> g_xq;
 
 const uint8_t* quantize_activations(const float* x, int T, int cols) {
     size_t rb = (size_t)cols / Q8_BLOCK * Q8_BLOCK_BYTES;
@@ -284,7 +284,7 @@ const uint8_t* quantize_activations(const float* x, int T, int cols) {
 
 // Activations rounded to bf16 for the bf16dot tiles: [T, cols], made once
 // per matmul (the set's round_bf16, threads over the tokens), reused likewise.
-static std::vector<uint16_t> g_xb;
+static LineVector<uint16_t> g_xb;
 
 static const uint16_t* round_activations(const float* x, int T, int cols, const SimdKernels& k) {
     if (g_xb.size() < (size_t)T * cols) g_xb.resize((size_t)T * cols);

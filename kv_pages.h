@@ -43,7 +43,7 @@ struct KVPages {
     int n_blocks = 0;
     int n_layers = 0, kv_dim = 0;
     DType type = DType::F32;
-    std::vector<uint8_t> k, v;   // [n_blocks, n_layers, block, kv_dim] of `type`
+    LineVector<uint8_t> k, v;    // [n_blocks, n_layers, block, kv_dim] of `type`
     std::vector<int> free_list;  // blocks nobody holds, taken from the back; cached ones at the front
     std::vector<int> refs;       // per block: sequences whose table lists it
     // The prefix index. serial[b]: block b's number in it (0: not in it);

@@ -30,10 +30,10 @@
 #include "logging.h"
 #include "kernels_cuda.h"
 
-static void grow(std::vector<float>& v, size_t n) {
+static void grow(LineVector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
-static void grow_bytes(std::vector<uint8_t>& v, size_t n) {
+static void grow_bytes(LineVector<uint8_t>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
 

@@ -13,7 +13,7 @@ struct KVCache {
     int n_ctx = 0;
     int kv_dim = 0;  // n_kv_heads * head_dim
     DType type = DType::F32;
-    std::vector<uint8_t> k, v;
+    LineVector<uint8_t> k, v;
     size_t elt() const { return type == DType::F32 ? 4 : 2; }
     // Head `head` of layer `layer` at position `pos`: head_dim values of `type`.
     uint8_t* key(int layer, int pos, int head = 0, int head_dim = 0) {
@@ -30,15 +30,16 @@ struct Net {
     int first_pos = 0;  // positions first_pos..n_past-1 are in the cache; a
     int n_past = 0;     // sequence may start past 0 (./run fwd TOKEN POS)
     // Scratch activations, grown to the largest T seen. Shapes for a batch of T:
-    std::vector<float> x;       // [T, hidden]   the residual stream
-    std::vector<float> xn;      // [T, hidden]   normed input of a block
-    std::vector<float> q;       // [T, n_heads*head_dim]
-    std::vector<float> k, v;    // [T, n_kv_heads*head_dim]
-    std::vector<float> att;     // [T, n_heads*head_dim]  attention output before o_proj
-    std::vector<float> scores;  // [n_heads, T, n_past+T-first_pos]  attention weights, for a trace only
-    std::vector<float> gate, up;// [T, intermediate]
-    std::vector<float> logits;  // [T or 1, vocab]
-    std::vector<uint8_t> gk, gv;  // one paged sequence's keys and values gathered into one run (forward_batch)
+    // (LineVector: each starts on a cache line, kernels.h)
+    LineVector<float> x;         // [T, hidden]   the residual stream
+    LineVector<float> xn;        // [T, hidden]   normed input of a block
+    LineVector<float> q;         // [T, n_heads*head_dim]
+    LineVector<float> k, v;      // [T, n_kv_heads*head_dim]
+    LineVector<float> att;       // [T, n_heads*head_dim]  attention output before o_proj
+    LineVector<float> scores;    // [n_heads, T, n_past+T-first_pos]  attention weights, for a trace only
+    LineVector<float> gate, up;  // [T, intermediate]
+    LineVector<float> logits;    // [T or 1, vocab]
+    LineVector<uint8_t> gk, gv;  // one paged sequence's keys and values gathered into one run (forward_batch)
     std::shared_ptr<struct CudaNet> cuda;  // weights, cache and scratch on the GPU (net_cuda.cpp), --device cuda
 };
 

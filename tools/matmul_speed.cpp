@@ -47,7 +47,7 @@ static void run(int argc, char** argv) {
         {"gate 4864x896", 4864, 896}, {"down 896x4864", 896, 4864}};
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x((size_t)T * 4864), out((size_t)T * 4864);
+    LineVector<float> x((size_t)T * 4864), out((size_t)T * 4864);  // on cache lines, as the model's (net.h)
     for (auto& v : x) v = nd(rng);
     double total_flop = 0, total_s = 0;
     printf("%s, %d threads, %d tokens, %s weights%s\n", kernel_path_name(), threads, T, type.c_str(),
