@@ -574,12 +574,20 @@ void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T,
         while (same < m && !(outs[same].W->packed && outs[same].W->dtype == outs[m].W->dtype)) same++;
         xs[m] = same < m ? xs[same] : activation_sums(outs[m].W->dtype, xq, T, outs[m].W->cols);
     }
-    #pragma omp parallel for schedule(static)
-    for (int tile = 0; tile < first[n]; tile++) {
+    auto run = [&](int tile) {
         int m = 0;
         while (tile >= first[m + 1]) m++;
         if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs[m], T, simd);
         else run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
+    };
+    // Decode: each thread a contiguous range of tiles; prefill: a tile to
+    // whichever thread is free (kernels_fast.cpp:matmul_fast says why).
+    if (T == 1) {
+        #pragma omp parallel for schedule(static)
+        for (int tile = 0; tile < first[n]; tile++) run(tile);
+    } else {
+        #pragma omp parallel for schedule(dynamic)
+        for (int tile = 0; tile < first[n]; tile++) run(tile);
     }
 }
 
