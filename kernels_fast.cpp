@@ -6,7 +6,8 @@
 // attention's fast twin, which uses them too, in kernels_attention.cpp.
 //
 // Four ideas:
-//   1. Threads: each thread owns a contiguous range of output rows. No two
+//   1. Threads: each tile of output rows is run by one thread (decode: each
+//      thread a contiguous range; prefill: whichever thread is free). No two
 //      threads ever add into the same number, so nothing needs a lock and the
 //      result cannot depend on how many threads there are.
 //   2. SIMD: one instruction multiplies 8 (AVX2) or 16 (AVX-512) floats and
