@@ -363,19 +363,23 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 // matrices there are, and each tile runs exactly as it would alone, so
 // every output has the bits of its own matmul.
 //
-// Who runs which tile. Decode (one token) reads each weight once and is
-// bound by memory: each thread owns a contiguous range of tiles (as
-// schedule(static) would give), whose stripes stream in order. Prefill is
-// bound by arithmetic, and there a fixed half each waits for the slower
-// thread: on a shared machine a core is sometimes taken away for a moment,
-// and `perf` put 6% of a 512-token prefill's cycles in libgomp's barrier
-// wait on 2 threads. So prefill hands out its tiles PREFILL_TILES_PER_TAKE at a
-// time, to whichever thread is free, token block after token block
-// (`nowait`: a thread may start the next block while the other finishes
-// this one; the blocks write different rows). Measured on the Intel Xeon
-// (family 6 model 207), 2 threads, 0.5B-shaped model, 9 runs of each
-// build alternated: the dynamic hand-out was faster in 15 of 18
-// comparisons (pp128 and pp512), by 5-10% in the medians.
+// Who runs which tile. With a fixed half each, the faster thread waits for
+// the slower at the end of every product, and on a shared machine a core
+// is sometimes taken away for a moment: `perf` put 6% of a 512-token
+// prefill's cycles and 8% of decode's in libgomp's barrier wait, 2 threads.
+// So the tiles go to whichever thread is free:
+//   - prefill (bound by arithmetic): PREFILL_TILES_PER_TAKE tiles at a
+//     time, token block after token block (`nowait`: a thread may start the
+//     next block while the other finishes this one; the blocks write
+//     different rows);
+//   - decode (bound by memory): schedule(guided), contiguous runs that
+//     shrink as the list runs out (half of the tiles first, then a quarter,
+//     ...; at least 8), so each thread still reads long sequential runs of
+//     its stripes and the last pieces even out the finish.
+// Measured on the Intel Xeon (family 6 model 207), 2 threads, 0.5B-shaped
+// model, the two builds alternated: prefill faster in 15 of 18 comparisons
+// (pp128 and pp512, 9 runs each), by 5-10% in the medians; bf16 decode
+// faster in 7 of 8 runs, by about 3%.
 //
 // The loop order for a batch of tokens (prefill) is a matter of caches. A
 // tile's rows are small (4 rows of 896 bf16 weights: 7 KB) and stay in the
@@ -412,15 +416,12 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         x_row = std::max(x_row, (size_t)W.cols * sizeof(float));
     }
     int block = std::max(1, (int)(PREFILL_BLOCK_BYTES / x_row / group)) * group;
-    if (T == 1) {  // decode: each thread its contiguous range of tiles (the stripes of tile_row_list)
-        #pragma omp parallel
-        {
-            int nth = omp_get_num_threads(), me = omp_get_thread_num();
-            int lo = (int)((long)first[n] * me / nth), hi = (int)((long)first[n] * (me + 1) / nth);
-            for (int tile = lo, m = 0; tile < hi; tile++) {
-                while (tile >= first[m + 1]) m++;
-                run_tile(outs[m], tile - first[m], x, xq, xb, 0, 1, k, true);
-            }
+    if (T == 1) {  // decode: shrinking contiguous runs of tiles (the stripes of tile_row_list)
+        #pragma omp parallel for schedule(guided, 8)
+        for (int tile = 0; tile < first[n]; tile++) {
+            int m = 0;
+            while (tile >= first[m + 1]) m++;
+            run_tile(outs[m], tile - first[m], x, xq, xb, 0, 1, k, true);
         }
         return;
     }

@@ -509,7 +509,7 @@ static void tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint
 
 // ---------------------------------------------------------------------------
 // The driver: the activations to Q8_0 once, then threads over tiles of rows
-// (each thread its own rows: no result depends on the thread count), and
+// (each tile one thread's: no result depends on the thread count), and
 // within a tile the tokens in groups, the tile's rows staying in the cache.
 // Several matrices that multiply the same x (q, k and v; gate and up) are
 // one list of tiles, as in kernels_fast.cpp:matmul_fast: one parallel loop,
@@ -580,10 +580,10 @@ void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T,
         if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs[m], T, simd);
         else run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
     };
-    // Decode: each thread a contiguous range of tiles; prefill: a tile to
+    // Decode: shrinking contiguous runs of tiles; prefill: a tile to
     // whichever thread is free (kernels_fast.cpp:matmul_fast says why).
     if (T == 1) {
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(guided, 8)
         for (int tile = 0; tile < first[n]; tile++) run(tile);
     } else {
         #pragma omp parallel for schedule(dynamic)
