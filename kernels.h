@@ -8,6 +8,7 @@
 // micro-kernels in kernels_avx2.cpp, kernels_avx512.cpp and kernels_neon.cpp (see
 // book/11-performance.md).
 #pragma once
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -28,7 +29,8 @@ template <class T> struct LineAlloc {
     LineAlloc() = default;
     template <class U> LineAlloc(const LineAlloc<U>&) {}
     T* allocate(size_t n) {
-        void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
+        // aligned_alloc wants a whole number of lines, and at least one
+        void* p = std::aligned_alloc(64, std::max<size_t>(64, (n * sizeof(T) + 63) / 64 * 64));
         if (!p) throw std::bad_alloc();
         return (T*)p;
     }

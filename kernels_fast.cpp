@@ -415,23 +415,20 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         group = std::lcm(group, q8 ? k.q8_tile_tokens : k.tile_tokens);
         x_row = std::max(x_row, (size_t)W.cols * sizeof(float));
     }
-    int block = std::max(1, (int)(PREFILL_BLOCK_BYTES / x_row / group)) * group;
+    auto run = [&](int tile, int t0, int t1) {  // tile `tile` of the list, tokens t0..t1-1
+        int m = 0;
+        while (tile >= first[m + 1]) m++;
+        run_tile(outs[m], tile - first[m], x, xq, xb, t0, t1, k, T == 1);
+    };
     if (T == 1) {  // decode: shrinking contiguous runs of tiles (the stripes of tile_row_list)
         #pragma omp parallel for schedule(guided, 8)
-        for (int tile = 0; tile < first[n]; tile++) {
-            int m = 0;
-            while (tile >= first[m + 1]) m++;
-            run_tile(outs[m], tile - first[m], x, xq, xb, 0, 1, k, true);
-        }
+        for (int tile = 0; tile < first[n]; tile++) run(tile, 0, 1);
         return;
     }
+    int block = std::max(1, (int)(PREFILL_BLOCK_BYTES / x_row / group)) * group;
     #pragma omp parallel
     for (int t0 = 0; t0 < T; t0 += block) {
         #pragma omp for schedule(dynamic, PREFILL_TILES_PER_TAKE) nowait
-        for (int tile = 0; tile < first[n]; tile++) {
-            int m = 0;
-            while (tile >= first[m + 1]) m++;
-            run_tile(outs[m], tile - first[m], x, xq, xb, t0, std::min(T, t0 + block), k, false);
-        }
+        for (int tile = 0; tile < first[n]; tile++) run(tile, t0, std::min(T, t0 + block));
     }
 }
