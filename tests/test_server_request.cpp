@@ -1,10 +1,12 @@
-// The server's request parser without a server: parse_generation_request is
-// a pure function of the body, so every way a body can be wrong is a unit
-// test here (the socket-level checks are tests/check_server.sh and
+// The server's API JSON without a server: parse_generation_request is a
+// pure function of the body, so every way a body can be wrong is a unit
+// test here, and so are the answer's and the error's shapes (the
+// socket-level checks are tests/check_server.sh and
 // tests/check_hostile_server.sh).
 #include <doctest/doctest.h>
 #include <string>
-#include "server_request.h"
+#include "server_api.h"
+#include "tokenizer.h"
 
 static const char* HI = "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]";
 
@@ -150,4 +152,36 @@ TEST_CASE("server request: the model's chat template, Qwen3's thinking switchabl
     CHECK(error_of(std::string("{") + HI + ", \"chat_template_kwargs\": 3}") == "chat_template_kwargs invalid_type");
     CHECK(error_of(std::string("{") + HI + ", \"chat_template_kwargs\": {\"enable_thinking\": \"no\"}}") ==
           "chat_template_kwargs.enable_thinking invalid_type");
+}
+
+// The other half of the API: what a finished request's answer and stream
+// chunks say, and the error shape, byte for byte as a client reads them.
+TEST_CASE("server answer: the answer, the chunks and the error in OpenAI's shape") {
+    Tokenizer tok;  // no logprobs asked: the tokenizer is not read
+    Completion c;
+    c.id = 3;
+    c.created = 1700000000;
+    c.prompt = {1, 2, 3};
+    c.result.text = "Hello";
+    c.result.ids = {7, 8};
+    c.result.finish = Finish::Context;
+    CHECK(api_dump(answer_json(c, "m", tok)) ==
+          "{\"id\":\"chatcmpl-3\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"m\",\"choices\":"
+          "[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"logprobs\":null,"
+          "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}");
+    CHECK(api_dump(chunk_json(c, "m", {{"content", "He"}}, nullptr)) ==
+          "{\"id\":\"chatcmpl-3\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\",\"choices\":"
+          "[{\"index\":0,\"delta\":{\"content\":\"He\"},\"logprobs\":null,\"finish_reason\":null}]}");
+    c.req.chat = false;
+    CHECK(api_dump(chunk_json(c, "m", ApiJson::object(), finish_reason(Finish::StopString))) ==
+          "{\"id\":\"cmpl-3\",\"object\":\"text_completion\",\"created\":1700000000,\"model\":\"m\",\"choices\":"
+          "[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"stop\"}]}");
+    CHECK(api_dump(usage_chunk_json(c, "m")) ==
+          "{\"id\":\"cmpl-3\",\"object\":\"text_completion\",\"created\":1700000000,\"model\":\"m\",\"choices\":[],"
+          "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}");
+    CHECK(api_dump(error_json({400, "bad \xff", "top_p", "invalid_value"})) ==
+          "{\"error\":{\"message\":\"bad \xef\xbf\xbd\",\"type\":\"invalid_request_error\",\"param\":\"top_p\","
+          "\"code\":\"invalid_value\"}}");
+    CHECK(api_dump(error_json({503, "busy", "", ""})) ==
+          "{\"error\":{\"message\":\"busy\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
 }

@@ -1,13 +1,30 @@
-// server_request.cpp — the body of a generation request, field by field.
-// Every value is taken out through json_read.h (the depth limit and typed,
-// range-checked access every JSON input gets); its JsonError becomes a 400
-// whose "param" is the field.
-#include "server_request.h"
+// server_api.cpp — the OpenAI API's JSON, in and out.
+//
+// In: the body of a generation request, field by field, to the prompt text
+// (after the chat template) and the generation settings, then the prompt's
+// token ids checked against the context. Every value is taken out through
+// json_read.h (the depth limit and typed, range-checked access every JSON
+// input gets); its JsonError becomes a 400 whose "param" is the field.
+// Out: what a job made, as OpenAI's answer object, stream chunk or error.
+//
+// Why both halves in one file: they are one contract. The request's fields
+// (the endpoint, logprobs, include_usage) decide the answer's shape, and
+// ApiError is both how a request is refused and what the error answer
+// says; kept apart, the halves would share it through a third header, and
+// a reader would open two files to see one exchange. Here a reader who
+// holds Lantern up against OpenAI's API reference reads this file alone.
+// Neither half touches a socket, a clock or the model thread, so every way
+// a body can be wrong, and every shape of an answer, is tested without a
+// server (tests/test_server_request.cpp), and the body is fuzzed
+// (tests/fuzz/). The HTTP around them is server_http.cpp's; the queue that
+// runs a request, server.cpp's.
+#include "server_api.h"
 #include <algorithm>
+#include <cmath>
 #include "json_read.h"
 #include "tokenizer.h"
 
-using json = nlohmann::json;
+using json = nlohmann::json;  // in: what json_read.h reads
 
 [[noreturn]] static void bad_request(const std::string& param, const std::string& code, const std::string& message) {
     throw ApiError{400, message, param, code};
@@ -91,8 +108,8 @@ static void read_generation_fields(const json& b, GenerationRequest& r, const Re
     r.gen.n_predict = (int)json_int(b, max_name, d.gen.n_predict, 1, 1 << 30, "");
     json_int(b, "n", 1, 1, 1, "");  // one answer per request
     // "stop": one string or a list of up to 4. The type is checked before
-    // anything is copied: a list nested 100,000 deep used to be copied
-    // (recursively) first and overflowed the stack.
+    // anything is copied: copying a list nested 100,000 deep recurses once
+    // per level and overflows the stack.
     if (json_has(b, "stop")) {
         const json& st = b["stop"];
         if (!st.is_string() && !st.is_array())
@@ -152,4 +169,103 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
         bad_request("", "invalid_type", ex.what());
     }
     return r;
+}
+
+std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok, int n_ctx) {
+    const char* where = r.chat ? "messages" : "prompt";
+    std::vector<int> ids;
+    try {
+        ids = tokenizer_encode(tok, r.prompt_text);
+    } catch (const LanternError& ex) {
+        bad_request(where, "invalid_value", ex.what());
+    }
+    if (ids.empty()) bad_request(where, "invalid_value", "the prompt is empty");
+    if ((int)ids.size() >= n_ctx)
+        bad_request(where, "context_length_exceeded",
+                    strprintf("the prompt is %zu tokens; the context holds %d (start the server with a larger --ctx)",
+                              ids.size(), n_ctx));
+    return ids;
+}
+
+// ---------------------------------------------------------------------------
+// Out.
+
+std::string api_dump(const ApiJson& j) { return j.dump(-1, ' ', false, ApiJson::error_handler_t::replace); }
+
+ApiJson error_json(const ApiError& e) {
+    ApiJson err = {{"message", e.message},
+                   {"type", e.status >= 500 ? "server_error" : "invalid_request_error"},
+                   {"param", e.param.empty() ? ApiJson(nullptr) : ApiJson(e.param)},
+                   {"code", e.code.empty() ? ApiJson(nullptr) : ApiJson(e.code)}};
+    return {{"error", err}};
+}
+
+const char* finish_reason(Finish f) {
+    return f == Finish::Length || f == Finish::Context ? "length" : "stop";
+}
+
+static ApiJson usage_json(const Completion& c) {
+    int p = (int)c.prompt.size(), n = (int)c.result.ids.size();
+    return {{"prompt_tokens", p}, {"completion_tokens", n}, {"total_tokens", p + n}};
+}
+
+// The fields every answer and every stream chunk carry.
+static ApiJson envelope(const Completion& c, const std::string& model, const char* object) {
+    return {{"id", strprintf("%s-%d", c.req.chat ? "chatcmpl" : "cmpl", c.id)},
+            {"object", object}, {"created", c.created}, {"model", model}};
+}
+
+// The chat form, for both endpoints: each token's text, log-probability
+// and bytes, and its top alternatives.
+ApiJson logprobs_json(const Completion& c, const Tokenizer& tok, size_t from, size_t to) {
+    auto entry = [&](int id, float prob) {
+        std::string b = token_bytes(tok, id);
+        return ApiJson{{"token", utf8_sanitize(b)}, {"logprob", std::log(std::max(prob, 1e-30f))},
+                       {"bytes", std::vector<unsigned char>(b.begin(), b.end())}};
+    };
+    ApiJson content = ApiJson::array();
+    for (size_t i = from; i < to && i < c.tokens.size(); i++) {
+        const SampleInfo& info = c.tokens[i];
+        ApiJson t = entry(info.token, info.prob), top = ApiJson::array();
+        for (int k = 0; k < std::min(c.req.top_logprobs, info.n_top); k++) top.push_back(entry(info.top[k].id, info.top[k].prob));
+        t["top_logprobs"] = top;
+        content.push_back(t);
+    }
+    return {{"content", content}};
+}
+
+ApiJson answer_json(const Completion& c, const std::string& model, const Tokenizer& tok) {
+    ApiJson a = envelope(c, model, c.req.chat ? "chat.completion" : "text_completion");
+    ApiJson choice = {{"index", 0}};
+    if (c.req.chat) choice["message"] = {{"role", "assistant"}, {"content", c.result.text}};
+    else choice["text"] = c.result.text;
+    choice["logprobs"] = c.req.top_logprobs < 0 ? ApiJson(nullptr) : logprobs_json(c, tok, 0, c.result.ids.size());
+    choice["finish_reason"] = finish_reason(c.result.finish);
+    a["choices"] = ApiJson::array({choice});
+    a["usage"] = usage_json(c);
+    return a;
+}
+
+ApiJson chunk_json(const Completion& c, const std::string& model, const ApiJson& delta, const char* finish,
+                   const ApiJson& logprobs) {
+    ApiJson ch = envelope(c, model, c.req.chat ? "chat.completion.chunk" : "text_completion");
+    ApiJson choice = {{"index", 0}};
+    if (c.req.chat) choice["delta"] = delta;
+    else choice["text"] = delta.value("content", "");
+    choice["logprobs"] = logprobs;
+    choice["finish_reason"] = finish ? ApiJson(finish) : ApiJson(nullptr);
+    ch["choices"] = ApiJson::array({choice});
+    return ch;
+}
+
+ApiJson usage_chunk_json(const Completion& c, const std::string& model) {
+    ApiJson u = envelope(c, model, c.req.chat ? "chat.completion.chunk" : "text_completion");
+    u["choices"] = ApiJson::array();
+    u["usage"] = usage_json(c);
+    return u;
+}
+
+ApiJson models_json(const std::string& model, long created) {
+    ApiJson m = {{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "lantern"}};
+    return {{"object", "list"}, {"data", ApiJson::array({m})}};
 }
