@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include "common.h"
-#include "gguf.h"
 #include "json_read.h"
 #include "logging.h"
 #include "tokenizer.h"
@@ -537,10 +536,6 @@ void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::str
 
 void tokenizer_load(Tokenizer& tok, const std::string& path) {
     auto t0 = std::chrono::steady_clock::now();
-    if (is_gguf_path(path)) {  // a GGUF file carries its tokenizer (gguf.cpp)
-        gguf_load_tokenizer(tok, path);
-        return;
-    }
     std::string dir, text, file = path;
     struct stat st;
     bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
