@@ -12,7 +12,8 @@
 //   kernels_cuda.h    this header: their launchers, CUDA_CHECK
 //   net_cuda.cpp      the forward pass on the GPU (the twin of net.cpp's
 //                     forward()), device selection, CUDA Graphs, the bench
-//   net_cuda.h        what the engine sees of it, in every build
+//   net_cuda.h        what the engine sees of it, in every build (and
+//                     net.h: forward_cuda, beside forward())
 //
 // Everything below exists only when LANTERN_CUDA is defined; a CPU-only
 // build includes nothing from here.

@@ -28,7 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include "logging.h"
-#include "net_cuda.h"
+#include "device.h"
 
 static void grow(LineVector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);

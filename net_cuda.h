@@ -1,5 +1,6 @@
-// net_cuda.h — the forward pass on the GPU (net_cuda.cpp), as seen from
-// plain C++, and the choice of device.
+// net_cuda.h — the GPU backend (net_cuda.cpp) as seen from plain C++: the
+// choice of device and the GPU bench. The GPU forward pass itself,
+// forward_cuda, is declared in net.h beside forward(), which calls it.
 //
 // This header exists in every build: in a CPU-only build device_use(CUDA)
 // says "this build has no CUDA (make cuda)" and forward_cuda is never
@@ -10,7 +11,6 @@
 #include <string>
 #include "device.h"
 
-struct Net;
 struct Model;
 
 // Makes `d` the device forward() runs on (g_device). Throws LanternError
@@ -20,11 +20,6 @@ void device_use(Device d);
 // Whether a GPU can be used now; when not, *why says why ("CPU-only build",
 // "no CUDA device found (...)"). Tests use it to skip.
 bool cuda_available(std::string* why);
-
-// The forward pass of net.h on the GPU: same arguments, same result (the
-// logits, in host memory owned by `net`). forward() calls it when g_device
-// is CUDA, after checking its arguments. The first call uploads the weights.
-const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_logits);
 
 // Decode steps (T = 1) with --kernels fast are replayed from a CUDA Graph
 // captured on the first step; false launches every kernel every time
