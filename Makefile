@@ -232,7 +232,7 @@ FUZZ_SECONDS ?= 180
 FUZZ_CXX     ?= clang++
 FUZZ_FLAGS   := -O1 -g -std=c++17 $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_ENGINE  := common json_read model gguf quants logging tokenizer tokenizer_load server_api
+FUZZ_ENGINE  := common json_read arch model gguf gguf_load quants logging tokenizer tokenizer_load server_api
 # The matrix kernels read no input bytes; they come from the normal build
 # (clang 14 lacks some of their cpu-feature names).
 FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp) quants_fast.cpp quants_packed.cpp)

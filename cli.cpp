@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <nlohmann/json.hpp>
 #include "cli.h"
+#include "device.h"
 #include "gguf.h"
 #include "json_read.h"
-#include "kernels_cuda.h"
 #include "logging.h"
 #include "quants.h"
 
@@ -126,7 +126,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.quant = v; }},
         {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
              o.engine.kv_type = parse_float_type("--kv-type", v); }},
-        {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) { device_select(v); }},
+        {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) {
+             o.engine.device = parse_device(v); }},  // engine_load applies it
 
         // sampling: the model's generation_config.json first, then these
         {"sampling", "-t, --temp", "T", num(ds.temperature), "temperature; 0 = greedy (-t as in llama2.c; threads are --threads)", [&](const char* v) {

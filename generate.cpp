@@ -11,8 +11,10 @@
 #include <chrono>
 #include <unistd.h>
 #include "generate.h"
+#include "gguf.h"
+#include "gguf_load.h"
 #include "quants.h"
-#include "kernels_cuda.h"
+#include "net_cuda.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -29,7 +31,18 @@ int packing_level() {
     return g_kernels.simd && g_device == Device::CPU ? quant_simd_for(g_kernels.simd->name) : 0;
 }
 
+void open_model(Model& m, const std::string& path) {
+    if (is_gguf_path(path)) gguf_load_model(m, path);
+    else load_model(m, path);
+}
+
+void open_tokenizer(Tokenizer& tok, const std::string& path) {
+    if (is_gguf_path(path)) gguf_load_tokenizer(tok, path);
+    else tokenizer_load(tok, path);
+}
+
 void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
+    device_use(o.device);  // --device: the build and the machine must have it
     std::string path = o.model.empty() ? default_model_path() : o.model;
     if (access(path.c_str(), F_OK) != 0)
         fail("%s: no such model folder or file%s", path.c_str(),
@@ -39,10 +52,10 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
         LOGW(CAT_KEY, "--threads %d is more than the %ld cores of this machine: threads will wait for each other",
              o.threads, cores);
     kernels_init(o.kernels, o.threads);
-    load_model(e.model, path);
+    open_model(e.model, path);
     if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
     if (int level = packing_level()) pack_model(e.model, level);
-    if (parts & ENGINE_TOKENIZER) tokenizer_load(e.tok, e.model.dir);
+    if (parts & ENGINE_TOKENIZER) open_tokenizer(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);
     // A -vv filter that names no layer of this model would silently show nothing.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "device.h"
 #include "kernels.h"
 #include "net.h"
 #include "sampler.h"
@@ -24,6 +25,7 @@ struct EngineOptions {
     KernelSet kernels = KernelSet::Fast;  // kernels.h
     std::string quant = "none";           // --quant q8_0, q4_0, ..., q6_k (quants.h)
     DType kv_type = DType::F32;           // --kv-type
+    Device device = Device::CPU;          // --device (device.h); engine_load makes it g_device
 };
 // What a command needs loaded: fwd and bench run without a tokenizer; bench
 // makes its own KV caches.
@@ -44,6 +46,13 @@ int packing_level();
 std::string default_model_path();
 // `min_ctx`: a default context at least this long (fwd at a far position).
 void engine_load(Engine& e, const EngineOptions& o, int parts = ENGINE_ALL, int min_ctx = 0);
+// The one place that tells a GGUF file from a Hugging Face folder: a .gguf
+// holds config, weights and tokenizer (gguf_load.h); a folder has
+// model.cpp's and tokenizer_load.cpp's. engine_load calls both, and so do
+// the commands that load a model or a tokenizer alone (info, convert,
+// encode, decode).
+void open_model(Model& m, const std::string& path);
+void open_tokenizer(Tokenizer& tok, const std::string& path);
 // What to say when the context is full: "raise --ctx (the model allows N)"
 // when it could be larger, else the model's own limit.
 std::string ctx_hint(const Net& net);

@@ -1,5 +1,6 @@
-// gguf.cpp — GGUF files: the reader (header, metadata, tensor infos, the
-// model's hyper-parameters and weights, the tokenizer) and the one writer.
+// gguf.cpp — the GGUF file format: the reader (header, metadata, tensor
+// infos) and the one writer. What a model or a tokenizer makes of the
+// values is gguf_load.cpp's; this file knows neither.
 //
 // A GGUF file is, in order (all little-endian):
 //
@@ -29,11 +30,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <cstring>
 #include "logging.h"
-#include "model.h"
-#include "quants.h"
-#include "tokenizer.h"
 
 // ---------------------------------------------------------------------------
 // ggml's tensor types: number, name, weights per block, bytes per block.
@@ -253,8 +251,7 @@ bool is_gguf_path(const std::string& path) {
     return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
-// The whole file mapped read-only; the caller unmaps.
-static void* map_file(const std::string& path, size_t& size) {
+void* gguf_map_file(const std::string& path, size_t& size) {
     int fd = open(path.c_str(), O_RDONLY);
     if (fd < 0) fail("%s: cannot open (%s)", path.c_str(), strerror(errno));
     struct stat st;
@@ -270,262 +267,16 @@ static void* map_file(const std::string& path, size_t& size) {
     return p;
 }
 
-struct MappedGGUF {
-    GGUFFile f;
-    void* map = nullptr;
-    size_t size = 0;
-    explicit MappedGGUF(const std::string& path) {
-        map = map_file(path, size);
-        try {
-            gguf_parse(f, (const uint8_t*)map, size, path);
-        } catch (...) {
-            munmap(map, size);
-            throw;
-        }
+MappedGGUF::MappedGGUF(const std::string& path) {
+    map = gguf_map_file(path, size);
+    try {
+        gguf_parse(f, (const uint8_t*)map, size, path);
+    } catch (...) {
+        munmap(map, size);
+        throw;
     }
-    ~MappedGGUF() { munmap(map, size); }
-};
-
-// ---------------------------------------------------------------------------
-// Names: llama.cpp's tensor names and the Hugging Face names the engine
-// binds (model.cpp). One table, read both ways.
-static const std::pair<const char*, const char*> LAYER_NAMES[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_q.bias", "self_attn.q_proj.bias"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_k.bias", "self_attn.k_proj.bias"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_v.bias", "self_attn.v_proj.bias"},
-    {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_up.weight", "mlp.up_proj.weight"},          {"ffn_down.weight", "mlp.down_proj.weight"},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"},  // Qwen3
-};
-static const std::pair<const char*, const char*> GLOBAL_NAMES[] = {
-    {"token_embd.weight", "model.embed_tokens.weight"},
-    {"output_norm.weight", "model.norm.weight"},
-    {"output.weight", "lm_head.weight"},
-};
-
-// to_hf true: GGUF name -> HF name; false: the other way. "" when unknown.
-static std::string map_name(const std::string& name, bool to_hf) {
-    for (auto& [g, h] : GLOBAL_NAMES)
-        if (name == (to_hf ? g : h)) return to_hf ? h : g;
-    const std::string from_prefix = to_hf ? "blk." : "model.layers.", to_prefix = to_hf ? "model.layers." : "blk.";
-    if (name.compare(0, from_prefix.size(), from_prefix) != 0) return "";
-    size_t dot = name.find('.', from_prefix.size());
-    if (dot == std::string::npos) return "";
-    std::string layer = name.substr(from_prefix.size(), dot - from_prefix.size()), rest = name.substr(dot + 1);
-    for (auto& [g, h] : LAYER_NAMES)
-        if (rest == (to_hf ? g : h)) return to_prefix + layer + "." + (to_hf ? h : g);
-    return "";
 }
-
-std::string gguf_tensor_name(const std::string& hf_name) { return map_name(hf_name, false); }
-
-// ---------------------------------------------------------------------------
-// The model: hyper-parameters from the qwen2.* (or qwen3.*) keys, tensors
-// under HF names.
-
-// A hyper-parameter: a positive integer up to `hi`, model.h's bound for it
-// (a file that says 2,000,000,000 layers is refused here, not by a failed
-// allocation of the layers).
-static int64_t need_int(const GGUFFile& f, const std::string& key, int64_t hi, int64_t def = -1) {
-    const GGUFValue* v = gguf_find(f, key);
-    if (!v) {
-        if (def >= 0) return def;
-        fail("%s: key %s is missing", f.path.c_str(), key.c_str());
-    }
-    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_F32 || v->type == GGUF_F64 || v->i64 <= 0)
-        fail("%s: key %s must be a positive integer", f.path.c_str(), key.c_str());
-    if (v->i64 > hi) fail("%s: key %s is %lld; at most %lld is allowed", f.path.c_str(), key.c_str(), (long long)v->i64, (long long)hi);
-    return v->i64;
-}
-static double need_float(const GGUFFile& f, const std::string& key, double def) {
-    const GGUFValue* v = gguf_find(f, key);
-    if (!v) return def;
-    if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || !std::isfinite(v->num))
-        fail("%s: key %s must be a number", f.path.c_str(), key.c_str());
-    return v->num;
-}
-static std::string get_str(const GGUFFile& f, const std::string& key) {
-    const GGUFValue* v = gguf_find(f, key);
-    if (!v) return "";
-    if (v->type != GGUF_STRING) fail("%s: key %s must be a string", f.path.c_str(), key.c_str());
-    return v->str;
-}
-
-void gguf_open_model(Model& m, const std::string& path) {
-    m.dir = path;  // the file is its own folder: tokenizer and all
-    m.weights_path = path;
-    m.map = map_file(path, m.file_size);
-    m.files.push_back({path, m.map, m.file_size});  // unmapped by ~Model, counted by weights_bytes
-    GGUFFile f;
-    gguf_parse(f, (const uint8_t*)m.map, m.file_size, path);
-    m.header_len = f.data_start;
-    // The architecture names the prefix of every hyper-parameter key:
-    // qwen2.embedding_length, qwen3.embedding_length, ...
-    std::string arch = get_str(f, "general.architecture");
-    if (arch != "qwen2" && arch != "qwen3")
-        fail("%s: architecture \"%s\" is not supported (qwen2 and qwen3 are)", path.c_str(), arch.c_str());
-    const std::string a = arch + ".";
-    Config& c = m.cfg;
-    c.qwen3 = arch == "qwen3";
-    c.hidden = (int)need_int(f, a + "embedding_length", MAX_HIDDEN);
-    c.intermediate = (int)need_int(f, a + "feed_forward_length", MAX_INTERMEDIATE);
-    c.n_layers = (int)need_int(f, a + "block_count", MAX_LAYERS);
-    c.n_heads = (int)need_int(f, a + "attention.head_count", MAX_HEADS);
-    c.n_kv_heads = (int)need_int(f, a + "attention.head_count_kv", MAX_HEADS, c.n_heads);
-    c.max_pos = (int)need_int(f, a + "context_length", MAX_POSITIONS, 32768);
-    c.eps = (float)need_float(f, a + "attention.layer_norm_rms_epsilon", 1e-6);
-    c.rope_theta = (float)need_float(f, a + "rope.freq_base", 10000.0);
-    if (c.n_heads % c.n_kv_heads) fail("%s: head_count %d is not a multiple of head_count_kv %d", path.c_str(), c.n_heads, c.n_kv_heads);
-    // The head dimension is attention.key_length when the file states it
-    // (Qwen3-0.6B: 128, while embedding_length / head_count = 64), else the
-    // quotient, as llama.cpp reads it. Lantern's heads have one dimension for
-    // queries, keys and values alike.
-    bool stated = gguf_find(f, a + "attention.key_length") != nullptr;
-    if (!stated && c.hidden % c.n_heads)
-        fail("%s: embedding_length %d is not a multiple of head_count %d", path.c_str(), c.hidden, c.n_heads);
-    c.head_dim = (int)need_int(f, a + "attention.key_length", MAX_HIDDEN, stated ? -1 : c.hidden / c.n_heads);
-    if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
-    if (need_int(f, a + "attention.value_length", MAX_HIDDEN, c.head_dim) != c.head_dim)
-        fail("%s: %sattention.value_length differs from the key length %d", path.c_str(), a.c_str(), c.head_dim);
-    const GGUFValue* bos = gguf_find(f, "tokenizer.ggml.bos_token_id");
-    const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
-    if (bos && bos->type != GGUF_ARRAY && bos->type != GGUF_STRING) c.bos_id = (int)bos->i64;
-    if (eos && eos->type != GGUF_ARRAY && eos->type != GGUF_STRING) c.eos_ids = {(int)eos->i64};
-
-    bool has_output = false;
-    for (const GGUFTensor& g : f.tensors) {
-        TensorInfo t;
-        t.name = map_name(g.name, true);
-        if (t.name.empty()) t.name = g.name;  // not one the engine uses; kept for `info`
-        if (!ggml_type_to_dtype(g.ggml_type, t.dtype))
-            fail("%s: tensor %s has type %s, which Lantern does not compute with (it reads %s)", path.c_str(),
-                 g.name.c_str(), ggml_type_name(g.ggml_type), weight_type_list());
-        t.shape.assign(g.ne.rbegin(), g.ne.rend());  // PyTorch order: [rows, cols]
-        t.offset = f.data_start + g.offset;
-        t.nbytes = g.nbytes;
-        t.data = (const uint8_t*)m.map + t.offset;
-        has_output |= g.name == "output.weight";
-        if (g.name == "token_embd.weight") c.vocab = (int)g.ne.back();
-        m.tensors.push_back(t);
-    }
-    if (c.vocab == 0) fail("%s: tensor token_embd.weight is missing", path.c_str());
-    c.tie_embeddings = !has_output;
-    c.torch_dtype = "gguf v" + std::to_string(f.version);
-    std::sort(m.tensors.begin(), m.tensors.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
-    m.checks.push_back("GGUF v" + std::to_string(f.version) + ": " + std::to_string(f.kv.size()) + " values, " +
-                       std::to_string(f.tensors.size()) + " tensor infos, data at byte " + std::to_string(f.data_start));
-    m.checks.push_back("every tensor: a type Lantern computes with, aligned to " + std::to_string(f.alignment) +
-                       ", inside the file, no two overlapping");
-}
-
-// ---------------------------------------------------------------------------
-// The tokenizer: tokenizer.ggml.* rebuilt as the tokenizer.json it came
-// from, then read by the one tokenizer loader (tokenizer_load.cpp).
-//
-// token_type says what each id is: 1 normal (BPE vocabulary), 3 control
-// (special added tokens such as <|im_end|>), 4 user-defined (added tokens
-// that are not special), 5 unused (padding rows of the embedding).
-
-// Qwen2's pre-tokenizer regex (what tokenizer.ggml.pre = "qwen2" stands for).
-static const char QWEN2_SPLIT_REGEX[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-enum { TOKEN_NORMAL = 1, TOKEN_CONTROL = 3, TOKEN_USER_DEFINED = 4, TOKEN_UNUSED = 5 };
-
-void gguf_load_tokenizer(Tokenizer& tok, const std::string& path) {
-    MappedGGUF g(path);
-    const GGUFFile& f = g.f;
-    std::string model = get_str(f, "tokenizer.ggml.model"), pre = get_str(f, "tokenizer.ggml.pre");
-    if (model.empty()) fail("%s: no tokenizer in the file (tokenizer.ggml.model is missing)", path.c_str());
-    if (model != "gpt2") fail("%s: tokenizer model \"%s\" is not supported (gpt2, i.e. byte-level BPE, is)", path.c_str(), model.c_str());
-    if (pre != "qwen2") fail("%s: tokenizer pre-tokenizer \"%s\" is not supported (qwen2 is)", path.c_str(), pre.c_str());
-    const GGUFValue* tokens = gguf_find(f, "tokenizer.ggml.tokens");
-    const GGUFValue* types = gguf_find(f, "tokenizer.ggml.token_type");
-    const GGUFValue* merges = gguf_find(f, "tokenizer.ggml.merges");
-    if (!tokens || tokens->type != GGUF_ARRAY || tokens->elem_type != GGUF_STRING || tokens->strs.empty())
-        fail("%s: tokenizer.ggml.tokens is missing or not an array of strings", path.c_str());
-    if (!merges || merges->type != GGUF_ARRAY || merges->elem_type != GGUF_STRING)
-        fail("%s: tokenizer.ggml.merges is missing or not an array of strings", path.c_str());
-    if (types && (types->type != GGUF_ARRAY || types->nums.size() != tokens->strs.size()))
-        fail("%s: tokenizer.ggml.token_type must be an array as long as tokenizer.ggml.tokens", path.c_str());
-    // Every id the tokenizer can produce must have a row in the embedding.
-    for (const GGUFTensor& t : f.tensors)
-        if (t.name == "token_embd.weight" && (size_t)t.ne.back() < tokens->strs.size())
-            fail("%s: tokenizer.ggml.tokens has %zu entries, token_embd.weight only %lld rows", path.c_str(),
-                 tokens->strs.size(), (long long)t.ne.back());
-    using json = nlohmann::json;
-    json vocab = json::object(), added = json::array(), merge_list = json::array();
-    for (size_t i = 0; i < tokens->strs.size(); i++) {
-        int type = types ? (int)types->nums[i] : TOKEN_NORMAL;
-        if (type == TOKEN_UNUSED) continue;
-        if (type == TOKEN_CONTROL || type == TOKEN_USER_DEFINED)
-            added.push_back({{"id", i}, {"content", tokens->strs[i]}, {"special", type == TOKEN_CONTROL}});
-        else vocab[tokens->strs[i]] = i;
-    }
-    for (const std::string& mg : merges->strs) merge_list.push_back(mg);
-    json j = {
-        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merge_list}}},
-        {"added_tokens", added},
-        {"normalizer", {{"type", "NFC"}}},
-        {"pre_tokenizer",
-         {{"type", "Sequence"},
-          {"pretokenizers",
-           {{{"type", "Split"}, {"pattern", {{"Regex", QWEN2_SPLIT_REGEX}}}, {"behavior", "Isolated"}, {"invert", false}},
-            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
-        {"decoder", {{"type", "ByteLevel"}}},
-    };
-    tokenizer_load_text(tok, j.dump(-1, ' ', false, json::error_handler_t::replace), path);
-    tok.chat_template = get_str(f, "tokenizer.chat_template");
-    const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
-    if (eos && eos->i64 >= 0 && (size_t)eos->i64 < tokens->strs.size()) tok.eos_token = tokens->strs[eos->i64];
-}
-
-// ---------------------------------------------------------------------------
-// ./run info FILE.gguf
-
-static std::string show_value(const GGUFValue& v) {
-    auto num = [](uint32_t t, double x) {
-        if (t == GGUF_F32 || t == GGUF_F64) return strprintf("%g", x);
-        if (t == GGUF_BOOL) return std::string(x != 0 ? "true" : "false");
-        return strprintf("%.0f", x);
-    };
-    auto clip = [](std::string s) {
-        for (char& ch : s)
-            if (ch == '\n') ch = ' ';
-        return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-    };
-    if (v.type == GGUF_STRING) return "\"" + clip(v.str) + "\"";
-    if (v.type != GGUF_ARRAY) return num(v.type, v.type == GGUF_F32 || v.type == GGUF_F64 ? v.num : (double)v.i64);
-    size_t n = v.elem_type == GGUF_STRING ? v.strs.size() : v.nums.size();
-    std::string r = "[" + std::to_string(n) + " items: ";
-    for (size_t i = 0; i < std::min<size_t>(n, 4); i++)
-        r += (i ? ", " : "") + (v.elem_type == GGUF_STRING ? "\"" + clip(v.strs[i]) + "\"" : num(v.elem_type, v.nums[i]));
-    return r + (n > 4 ? ", ...]" : "]");
-}
-
-int gguf_print_info(const std::string& path) {
-    MappedGGUF g(path);
-    const GGUFFile& f = g.f;
-    printf("file       %s: GGUF v%u, %zu bytes, %zu values, %zu tensors, alignment %u, data at byte %zu\n\n", path.c_str(),
-           f.version, f.size, f.kv.size(), f.tensors.size(), f.alignment, f.data_start);
-    for (const GGUFValue& v : f.kv) printf("%-40s %s\n", v.key.c_str(), show_value(v).c_str());
-    printf("\n%-28s %-8s %-16s %12s %12s\n", "tensor", "type", "ne", "bytes", "offset");
-    size_t params = 0;
-    for (const GGUFTensor& t : f.tensors) {
-        std::string ne = "[";
-        size_t count = 1;
-        for (size_t i = 0; i < t.ne.size(); i++) ne += (i ? ", " : "") + std::to_string(t.ne[i]), count *= t.ne[i];
-        params += count;
-        printf("%-28s %-8s %-16s %12zu %12llu\n", t.name.c_str(), ggml_type_name(t.ggml_type), (ne + "]").c_str(), t.nbytes,
-               (unsigned long long)t.offset);
-    }
-    printf("\n%zu tensors, %zu parameters\n", f.tensors.size(), params);
-    // Then what the engine makes of it: the same checks as for a folder.
-    Model m;
-    load_model(m, path);
-    for (auto& chk : m.checks) printf("check ok   %s\n", chk.c_str());
-    return 0;
-}
+MappedGGUF::~MappedGGUF() { munmap(map, size); }
 
 // ---------------------------------------------------------------------------
 // Writing.

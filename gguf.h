@@ -1,13 +1,11 @@
-// gguf.h — GGUF, the single-file format of llama.cpp: read it (model,
-// hyper-parameters, tokenizer) and write it (`./run convert`).
-// See book/16-gguf-quantization.md.
+// gguf.h — GGUF, the single-file format of llama.cpp, as a file format:
+// read it (keys, values, tensor infos) and write it. It knows nothing of a
+// Model or a Tokenizer: gguf_load.h turns a file into those, and
+// gguf_convert.cpp (`./run convert`) writes one. See book/16-gguf-quantization.md.
 #pragma once
 #include <string>
 #include <vector>
 #include "common.h"
-
-struct Model;
-struct Tokenizer;
 
 // GGUF's value types (the numbers are the file's).
 enum GGUFType : uint32_t {
@@ -62,15 +60,18 @@ uint32_t dtype_to_ggml_type(DType t);
 
 // True when `path` is a file that starts with the GGUF magic or ends in .gguf.
 bool is_gguf_path(const std::string& path);
-// load_model's GGUF branch: mmap, parse, hyper-parameters into m.cfg, the
-// tensors under the engine's (Hugging Face) names in m.tensors.
-void gguf_open_model(Model& m, const std::string& path);
-// llama.cpp's name for an engine (Hugging Face) tensor name; "" if none.
-std::string gguf_tensor_name(const std::string& hf_name);
-// The tokenizer stored in the file (tokenizer.ggml.*).
-void gguf_load_tokenizer(Tokenizer& tok, const std::string& path);
-// ./run info FILE.gguf: metadata and the tensor table.
-int gguf_print_info(const std::string& path);
+// The whole file mapped read-only (the caller munmaps it); throws naming the file.
+void* gguf_map_file(const std::string& path, size_t& size);
+// A file mapped and parsed, unmapped when this goes out of scope.
+struct MappedGGUF {
+    GGUFFile f;
+    void* map = nullptr;
+    size_t size = 0;
+    explicit MappedGGUF(const std::string& path);
+    ~MappedGGUF();
+    MappedGGUF(const MappedGGUF&) = delete;
+    MappedGGUF& operator=(const MappedGGUF&) = delete;
+};
 
 // The writer: the values and tensors in this order, data aligned to
 // `alignment`. Each tensor's bytes come from `data` (already in its type).
@@ -86,5 +87,3 @@ GGUFValue gguf_u32(const std::string& key, uint32_t v);
 GGUFValue gguf_f32(const std::string& key, float v);
 GGUFValue gguf_bool(const std::string& key, bool v);
 
-// ./run convert MODEL OUT.gguf --type TYPE
-int cmd_convert(int argc, char** argv);

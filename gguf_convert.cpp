@@ -1,9 +1,11 @@
 // gguf_convert.cpp — `./run convert MODEL OUT.gguf --type TYPE`: a model
 // (folder or GGUF file) written as one GGUF file that llama.cpp loads too.
 //
-// What goes in: the qwen2.* (Qwen3: qwen3.*) hyper-parameters llama.cpp
-// reads, the tokenizer as tokenizer.ggml.* (so the file runs without a
-// tokenizer.json), and the tensors under llama.cpp's names. Matrices take
+// What goes in: the hyper-parameters llama.cpp reads, under the family's
+// prefix (qwen2.*, qwen3.*: arch.h's Arch::name), the tokenizer as
+// tokenizer.ggml.* (so the file runs without a tokenizer.json), and the
+// tensors under llama.cpp's names, in the order and with the names of the
+// family's row in arch.cpp. Matrices take
 // the chosen type; vectors (norm weights, biases) stay f32, as llama.cpp
 // keeps them.
 //
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include "arch.h"
 #include "gguf.h"
 #include "cli.h"
 #include "logging.h"
@@ -121,15 +124,17 @@ int cmd_convert(int argc, char** argv) {
     if (!ct) fail("--type: \"%s\" is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m", type_name.c_str());
 
     Model m;
-    load_model(m, pos[0]);
+    open_model(m, pos[0]);  // a folder or a GGUF file (generate.h)
     Tokenizer tok;
-    tokenizer_load(tok, m.dir);
+    open_tokenizer(tok, m.dir);
     const Config& c = m.cfg;
-    bool tied = find_tensor(m, "lm_head.weight") == nullptr;
+    const Arch& family = *c.arch;
+    bool tied = find_tensor(m, arch_hf_name(family, TensorRole::LmHead, -1)) == nullptr;
 
-    // Qwen3 is its own architecture for llama.cpp: the same keys under
-    // qwen3.*, the head dimension stated (it need not be hidden / heads).
-    const std::string arch = c.qwen3 ? "qwen3" : "qwen2", a = arch + ".";
+    // Each family is its own architecture for llama.cpp: the same keys under
+    // its prefix; a family whose head dimension need not be hidden / heads
+    // states it.
+    const std::string arch = family.name, a = arch + ".";
     std::vector<GGUFValue> kv;
     kv.push_back(gguf_str("general.architecture", arch));
     std::string name = pos[0];
@@ -144,7 +149,7 @@ int cmd_convert(int argc, char** argv) {
     kv.push_back(gguf_u32(a + "block_count", c.n_layers));
     kv.push_back(gguf_u32(a + "attention.head_count", c.n_heads));
     kv.push_back(gguf_u32(a + "attention.head_count_kv", c.n_kv_heads));
-    if (c.qwen3) {
+    if (family.head_dim_stated) {
         kv.push_back(gguf_u32(a + "attention.key_length", c.head_dim));
         kv.push_back(gguf_u32(a + "attention.value_length", c.head_dim));
     }
@@ -152,21 +157,14 @@ int cmd_convert(int argc, char** argv) {
     kv.push_back(gguf_f32(a + "attention.layer_norm_rms_epsilon", c.eps));
     tokenizer_values(kv, tok, c, pos[0]);
 
-    // The tensors in the engine's order: embedding, layers, final norm, output.
-    // Qwen2 has q/k/v biases; Qwen3 has none but a norm per q and k head.
-    std::vector<std::string> parts = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_proj.bias",
-                                      "self_attn.k_proj.weight", "self_attn.k_proj.bias", "self_attn.v_proj.weight",
-                                      "self_attn.v_proj.bias", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-                                      "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"};
-    if (c.qwen3) parts = {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_norm.weight",
-                          "self_attn.k_proj.weight", "self_attn.k_norm.weight", "self_attn.v_proj.weight",
-                          "self_attn.o_proj.weight", "post_attention_layernorm.weight",
-                          "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"};
-    std::vector<std::string> hf = {"model.embed_tokens.weight"};
+    // The tensors in the engine's order: embedding, each layer's in the
+    // order of the family's row (Qwen2 with its q/k/v biases, Qwen3 with its
+    // q/k norms), final norm, output.
+    std::vector<std::string> hf = {arch_hf_name(family, TensorRole::Embed, -1)};
     for (int l = 0; l < c.n_layers; l++)
-        for (const std::string& part : parts) hf.push_back("model.layers." + std::to_string(l) + "." + part);
-    hf.push_back("model.norm.weight");
-    if (!tied) hf.push_back("lm_head.weight");
+        for (const ArchTensor& t : family.layer) hf.push_back(arch_hf_name(family, t.role, l));
+    hf.push_back(arch_hf_name(family, TensorRole::FinalNorm, -1));
+    if (!tied) hf.push_back(arch_hf_name(family, TensorRole::LmHead, -1));
 
     std::vector<std::vector<uint8_t>> storage(hf.size());
     std::vector<GGUFTensorOut> out;
@@ -178,7 +176,7 @@ int cmd_convert(int argc, char** argv) {
         int rows = matrix ? (int)t->shape[0] : 1, cols = (int)t->shape.back();
         Mat src{t->dtype, rows, cols, t->data};
         GGUFTensorOut o;
-        o.info.name = gguf_tensor_name(hf[i]);
+        o.info.name = arch_translate(family, hf[i], true);
         int layer = hf[i].rfind("model.layers.", 0) == 0 ? atoi(hf[i].c_str() + 13) : -1;
         DType to = matrix ? convert_matrix_type(*ct, o.info.name, cols, layer, c.n_layers, tied) : DType::F32;
         Mat dst = quantize_mat(src, to, storage[i]);

@@ -11,6 +11,7 @@
 #include <utf8proc.h>
 #include "cli.h"
 #include "gguf.h"
+#include "gguf_load.h"
 #include "logging.h"
 
 // The text of one token, for display next to its id: its bytes as decoded
@@ -22,7 +23,7 @@ static std::string display_token(const std::string& model_path, int id) {
     static int state = 0;  // 0 not tried, 1 loaded, -1 unavailable
     if (state == 0) {
         try {
-            tokenizer_load(tok, model_dir(model_path));
+            open_tokenizer(tok, model_dir(model_path));
             state = 1;
         } catch (const LanternError&) {
             state = -1;
@@ -38,7 +39,7 @@ static std::string display_token(const std::string& model_path, int id) {
 int cmd_info(int argc, char** argv) {
     Options o = parse_command("info", argc, argv);
     if (o.engine.model.empty()) fail("info: which model? (usage: ./run info MODEL)");
-    if (is_gguf_path(o.engine.model)) return gguf_print_info(o.engine.model);  // metadata and tensor table (gguf.cpp)
+    if (is_gguf_path(o.engine.model)) return gguf_print_info(o.engine.model);  // metadata and tensor table (gguf_load.cpp)
     Model m;
     load_model(m, o.engine.model);
     const Config& c = m.cfg;
@@ -181,7 +182,7 @@ int cmd_encode(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     clock_t load_cpu0 = clock();  // CPU time too: on a busy machine it is the fairer measure
     Tokenizer tok;
-    tokenizer_load(tok, o.engine.model);
+    open_tokenizer(tok, o.engine.model);
     auto t1 = std::chrono::steady_clock::now();
     clock_t cpu0 = clock();
     std::vector<int> ids = tokenizer_encode(tok, text);
@@ -227,7 +228,7 @@ int cmd_decode(int argc, char** argv) {
     }
     if (ids.empty()) fail("decode: no token ids given (usage: ./run decode MODEL ID ID ...)");
     Tokenizer tok;
-    tokenizer_load(tok, o.engine.model);
+    open_tokenizer(tok, o.engine.model);
     std::string text = tokenizer_decode(tok, ids);
     fwrite(text.data(), 1, text.size(), stdout);
     if (!o.no_newline) fputc('\n', stdout);

@@ -1,59 +1,24 @@
-// kernels_cuda.h — the GPU backend, as seen from plain C++.
+// kernels_cuda.h — the CUDA kernels' interface (kernels_cuda.cu), for the
+// GPU forward pass (net_cuda.cpp) and its tests.
 //
 // The forward pass can run on an NVIDIA GPU (./run --device cuda, built by
 // `make cuda`). The weights are copied to the device once; activations,
 // the KV cache and every intermediate stay there; only the logits come
-// back, so the CPU sampler is unchanged. Three files:
+// back, so the CPU sampler is unchanged. Four files:
 //
 //   kernels_cuda.cu   the kernels, each next to the idea of its CPU twin in
 //                     kernels.cpp: a plain one (one thread per output, the
 //                     teaching version) and, where speed matters, a fast one
+//   kernels_cuda.h    this header: their launchers, CUDA_CHECK
 //   net_cuda.cpp      the forward pass on the GPU (the twin of net.cpp's
 //                     forward()), device selection, CUDA Graphs, the bench
-//   kernels_cuda.h    this header, included by g++-compiled code
+//   net_cuda.h        what the engine sees of it, in every build (and
+//                     net.h: forward_cuda, beside forward())
 //
-// The top half below exists in every build: in a CPU-only build
-// device_select("cuda") says "this build has no CUDA (make cuda)", so the
-// command line and net.cpp need no #ifdef. The bottom half (kernel
-// launchers, CUDA_CHECK) exists only when LANTERN_CUDA is defined.
+// Everything below exists only when LANTERN_CUDA is defined; a CPU-only
+// build includes nothing from here.
 #pragma once
-#include <string>
 #include "kernels.h"
-
-struct Net;
-struct Model;
-
-enum class Device { CPU, CUDA };
-extern Device g_device;  // set by device_select; forward() reads it
-
-// "cpu" or "cuda". Throws LanternError with a clear message when the name is
-// unknown, the build has no CUDA, or no CUDA device can be found.
-void device_select(const std::string& name);
-// Whether a GPU can be used now; when not, *why says why ("CPU-only build",
-// "no CUDA device found (...)"). Tests use it to skip.
-bool cuda_available(std::string* why);
-
-// The forward pass of net.h on the GPU: same arguments, same result (the
-// logits, in host memory owned by `net`). forward() calls it when g_device
-// is CUDA, after checking its arguments. The first call uploads the weights.
-const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_logits);
-
-// Decode steps (T = 1) with --kernels fast are replayed from a CUDA Graph
-// captured on the first step; false launches every kernel every time
-// (for tests and for measuring what the graph saves).
-extern bool g_cuda_graphs;
-
-// ./run bench --device cuda: what the GPU achieves on this model.
-struct CudaBenchResult {
-    std::string device;         // e.g. "NVIDIA H200 (132 SMs, 141 GB)"
-    double copy_gbs = 0;        // device-to-device copy: bytes read + written per second / 1e9
-    double prefill_tok_s = 0;   // one batch of prompt_len tokens
-    double decode_tok_s = 0;    // T = 1 steps after that prompt
-    double decode_bytes = 0;    // bytes one decode step must read: all weights + the KV cache it attends to
-    double decode_gbs = 0;      // decode_bytes * decode_tok_s / 1e9: compare with copy_gbs
-};
-// Runs on the current g_kernels set; needs a GPU (throws otherwise).
-CudaBenchResult cuda_bench(const Model& m, int prompt_len, int n_decode);
 
 #ifdef LANTERN_CUDA
 #include <cuda_runtime.h>  // with g++ too; its templates let cudaMalloc take float** etc.
@@ -106,7 +71,4 @@ void cuda_attention_fast(float* out, const float* q, const float* k_cache, const
 void cuda_swiglu(float* gate, const float* up, size_t n, cudaStream_t s);
 // x[i] += y[i]                                                the residual add
 void cuda_add(float* x, const float* y, size_t n, cudaStream_t s);
-// Device-to-device copy bandwidth in GB/s (bytes read + written), measured
-// with `bytes`-sized buffers; the ceiling decode can hope for.
-double cuda_copy_bandwidth(size_t bytes);
 #endif

@@ -63,16 +63,15 @@ static std::string read_file(const std::string& path) {
 // refused here, not by a failed allocation after the first tensor check, and
 // 4294967304 is not quietly read as 8. The bounds are far above any real
 // model (Llama 3 405B: hidden 16384, 126 layers, vocab 128256). The same
-// bounds (model.h) hold for a GGUF file's hyper-parameters (gguf.cpp).
+// bounds (model.h) hold for a GGUF file's hyper-parameters (gguf_load.cpp).
 
 Config parse_config(const std::string& path) {
     json j = json_parse(read_file(path), path);
     if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
-    std::string type = json_str(j, "model_type", "qwen2", path);
+    std::string type = json_str(j, "model_type", ARCHS[0].model_type, path);
     Config c;
-    c.qwen3 = type == "qwen3";
-    if (type != "qwen2" && !c.qwen3)
-        LOGW(CAT_LOAD, "%s: model_type is \"%s\", not qwen2 or qwen3; trying anyway", path.c_str(), type.c_str());
+    if (const Arch* a = arch_by_model_type(type)) c.arch = a;
+    else LOGW(CAT_LOAD, "%s: model_type is \"%s\", not %s; trying anyway", path.c_str(), type.c_str(), arch_names("or").c_str());
     auto need_int = [&](const char* key, int hi) {
         if (!json_has(j, key)) fail("%s: missing key \"%s\"", path.c_str(), key);
         return (int)json_int(j, key, 0, 1, hi, path);
@@ -85,14 +84,15 @@ Config parse_config(const std::string& path) {
     c.vocab = need_int("vocab_size", MAX_VOCAB);
     c.max_pos = (int)json_int(j, "max_position_embeddings", 32768, 1, MAX_POSITIONS, path);
     if (c.n_heads % c.n_kv_heads) fail("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path.c_str(), c.n_heads, c.n_kv_heads);
-    // Qwen3 states head_dim (0.6B: 128 although hidden/heads = 64); Qwen2 derives it.
+    // A family with Arch::head_dim_stated states head_dim (Qwen3-0.6B: 128
+    // although hidden/heads = 64); without the key it is the quotient.
     if (json_has(j, "head_dim") && !j["head_dim"].is_null()) c.head_dim = (int)json_int(j, "head_dim", 0, 1, MAX_HIDDEN, path);
     else if (c.hidden % c.n_heads) fail("%s: hidden_size %d is not a multiple of num_attention_heads %d", path.c_str(), c.hidden, c.n_heads);
     else c.head_dim = c.hidden / c.n_heads;
     if (c.head_dim % 2) fail("%s: head dimension %d must be even for RoPE", path.c_str(), c.head_dim);
     c.eps = (float)json_number(j, "rms_norm_eps", 1e-6, 0, 1, path);
     c.rope_theta = (float)json_number(j, "rope_theta", 10000.0, 1, 1e12, path);
-    c.tie_embeddings = json_bool(j, "tie_word_embeddings", true, path);
+    c.tie_embeddings = json_bool(j, "tie_word_embeddings", c.arch->tied_head, path);
     c.torch_dtype = json_str(j, "torch_dtype", "?", path);
     c.bos_id = (int)json_int(j, "bos_token_id", -1, 0, MAX_VOCAB, path);
     if (json_has(j, "eos_token_id")) {  // one id or a list of them
@@ -194,21 +194,16 @@ size_t weights_bytes(const Model& m) {
     return n;
 }
 
-// The published shapes, told apart by family, hidden size and head counts;
-// fewer layers (a generated test model) are named as such.
+// The published shapes of the model's family (arch.cpp), told apart by
+// hidden size and head counts; fewer layers (a generated test model) are
+// named as such.
 std::string model_family(const Config& c) {
-    struct Known { const char* name; bool qwen3; int hidden, layers, heads, kv_heads; };
-    static const Known known[] = {
-        {"Qwen2.5-0.5B", false, 896, 24, 14, 2},  {"Qwen2.5-1.5B", false, 1536, 28, 12, 2},
-        {"Qwen2.5-3B", false, 2048, 36, 16, 2},   {"Qwen2.5-7B", false, 3584, 28, 28, 4},
-        {"Qwen3-0.6B", true, 1024, 28, 16, 8},
-    };
-    for (const Known& k : known)
-        if (k.qwen3 == c.qwen3 && k.hidden == c.hidden && k.heads == c.n_heads && k.kv_heads == c.n_kv_heads) {
+    for (const PublishedShape& k : c.arch->published)
+        if (k.hidden == c.hidden && k.heads == c.n_heads && k.kv_heads == c.n_kv_heads) {
             if (k.layers == c.n_layers) return k.name;
             return std::string(k.name) + " shape, " + std::to_string(c.n_layers) + " of its " + std::to_string(k.layers) + " layers";
         }
-    return std::string(c.qwen3 ? "Qwen3" : "Qwen2") + " architecture, not a published size";
+    return std::string(c.arch->title) + " architecture, not a published size";
 }
 
 size_t parameter_count(const Model& m) {
@@ -229,7 +224,7 @@ static const TensorInfo& need(const Model& m, const std::string& name, std::vect
     // A GGUF file (whose folder is the file itself) names tensors its own way
     // and writes shapes fastest dimension first.
     bool gguf = m.dir == m.weights_path;
-    std::string shown = gguf ? gguf_tensor_name(name) : name;
+    std::string shown = gguf ? arch_translate(*m.cfg.arch, name, true) : name;
     if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), shown.c_str());
     if (gguf && t->shape != shape) {
         std::string s = "[", want = "[";
@@ -347,9 +342,7 @@ static void load_shards(Model& m, const std::string& index_path) {
 void load_model(Model& m, const std::string& path) {
     struct stat st0;
     if (stat(path.c_str(), &st0) != 0) fail("%s: no such model folder or file", path.c_str());
-    if (is_gguf_path(path)) {
-        gguf_open_model(m, path);  // gguf.cpp: the same tensors under the same names, hyper-parameters from the file
-    } else {
+    if (is_gguf_path(path)) fail("%s: a GGUF file; gguf_load.h:gguf_load_model reads it", path.c_str());
     m.dir = model_dir(path);
     m.cfg = parse_config(m.dir + "/config.json");
 
@@ -371,40 +364,48 @@ void load_model(Model& m, const std::string& path) {
         m.checks.push_back("every tensor: supported dtype, byte count matches shape, inside the file");
         m.checks.push_back("no two tensors overlap");
     }
-    }
-    const Config& c = m.cfg;
+    bind_weights(m);
+}
 
+// Each tensor is asked for by its role; the family's row (arch.cpp) says
+// what the file calls it, and its features which tensors there must be.
+void bind_weights(Model& m) {
+    const Config& c = m.cfg;
+    const Arch& a = *c.arch;
     int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
-    m.embed = need_mat(m, "model.embed_tokens.weight", c.vocab, c.hidden);
-    m.final_norm = need_vec(m, "model.norm.weight", c.hidden);
-    if (find_tensor(m, "lm_head.weight")) m.lm_head = need_mat(m, "lm_head.weight", c.vocab, c.hidden);
+    m.embed = need_mat(m, arch_hf_name(a, TensorRole::Embed, -1), c.vocab, c.hidden);
+    m.final_norm = need_vec(m, arch_hf_name(a, TensorRole::FinalNorm, -1), c.hidden);
+    std::string head = arch_hf_name(a, TensorRole::LmHead, -1);
+    if (find_tensor(m, head)) m.lm_head = need_mat(m, head, c.vocab, c.hidden);
     else if (c.tie_embeddings) m.lm_head = m.embed;
-    else fail("%s: tensor lm_head.weight is missing and tie_word_embeddings is false", m.weights_path.c_str());
+    else fail("%s: tensor %s is missing and tie_word_embeddings is false", m.weights_path.c_str(), head.c_str());
 
     m.layers.resize(c.n_layers);
     for (int l = 0; l < c.n_layers; l++) {
-        std::string p = "model.layers." + std::to_string(l) + ".";
+        auto name = [&](TensorRole r) { return arch_hf_name(a, r, l); };
         LayerWeights& L = m.layers[l];
-        L.attn_norm = need_vec(m, p + "input_layernorm.weight", c.hidden);
-        L.ffn_norm = need_vec(m, p + "post_attention_layernorm.weight", c.hidden);
-        L.wq = need_mat(m, p + "self_attn.q_proj.weight", q_dim, c.hidden);
-        L.wk = need_mat(m, p + "self_attn.k_proj.weight", kv_dim, c.hidden);
-        L.wv = need_mat(m, p + "self_attn.v_proj.weight", kv_dim, c.hidden);
-        if (c.qwen3) {
-            // Qwen3 has no q/k/v biases; zeros keep the one code path of net.cpp
-            // (adding 0.0f changes no value). It norms each head of q and k instead.
-            L.bq.assign(q_dim, 0.0f), L.bk.assign(kv_dim, 0.0f), L.bv.assign(kv_dim, 0.0f);
-            L.q_norm = need_vec(m, p + "self_attn.q_norm.weight", hd);
-            L.k_norm = need_vec(m, p + "self_attn.k_norm.weight", hd);
+        L.attn_norm = need_vec(m, name(TensorRole::AttnNorm), c.hidden);
+        L.ffn_norm = need_vec(m, name(TensorRole::FfnNorm), c.hidden);
+        L.wq = need_mat(m, name(TensorRole::Q), q_dim, c.hidden);
+        L.wk = need_mat(m, name(TensorRole::K), kv_dim, c.hidden);
+        L.wv = need_mat(m, name(TensorRole::V), kv_dim, c.hidden);
+        if (a.qkv_bias) {
+            L.bq = need_vec(m, name(TensorRole::QBias), q_dim);
+            L.bk = need_vec(m, name(TensorRole::KBias), kv_dim);
+            L.bv = need_vec(m, name(TensorRole::VBias), kv_dim);
         } else {
-            L.bq = need_vec(m, p + "self_attn.q_proj.bias", q_dim);
-            L.bk = need_vec(m, p + "self_attn.k_proj.bias", kv_dim);
-            L.bv = need_vec(m, p + "self_attn.v_proj.bias", kv_dim);
+            // No biases: zeros keep the one code path of net.cpp (adding
+            // 0.0f changes no value).
+            L.bq.assign(q_dim, 0.0f), L.bk.assign(kv_dim, 0.0f), L.bv.assign(kv_dim, 0.0f);
         }
-        L.wo = need_mat(m, p + "self_attn.o_proj.weight", c.hidden, q_dim);
-        L.w_gate = need_mat(m, p + "mlp.gate_proj.weight", c.intermediate, c.hidden);
-        L.w_up = need_mat(m, p + "mlp.up_proj.weight", c.intermediate, c.hidden);
-        L.w_down = need_mat(m, p + "mlp.down_proj.weight", c.hidden, c.intermediate);
+        if (a.qk_norm) {  // a norm over each head of q and of k
+            L.q_norm = need_vec(m, name(TensorRole::QNorm), hd);
+            L.k_norm = need_vec(m, name(TensorRole::KNorm), hd);
+        }
+        L.wo = need_mat(m, name(TensorRole::O), c.hidden, q_dim);
+        L.w_gate = need_mat(m, name(TensorRole::Gate), c.intermediate, c.hidden);
+        L.w_up = need_mat(m, name(TensorRole::Up), c.intermediate, c.hidden);
+        L.w_down = need_mat(m, name(TensorRole::Down), c.hidden, c.intermediate);
     }
     m.checks.push_back("all " + std::to_string(m.tensors.size()) + " tensors present with the shapes " +
                        (m.dir == m.weights_path ? "the hyper-parameters imply" : "config.json implies"));
@@ -434,9 +435,9 @@ void release_file_pages(const Model& m, const void* p, size_t n) {
 
 // Decode reads every converted weight once per token. In pages of 4 KB the
 // 0.5B model's Q8_0 copy is 128,000 pages, each a TLB miss on every token;
-// in 2 MB pages it is 250. Measured on one core of the Zen 5 machine (book
-// chapter 11): a plain read of the weights 22 -> 29 GB/s, the Q8_0 decode
-// products 11 -> 12 GB/s. The storage is reserved (address space only, no
+// in 2 MB pages it is 250, so both a plain read of the weights and the
+// decode products run faster (book/11-performance.md measures by how
+// much). The storage is reserved (address space only, no
 // page touched yet) and marked, so the pages the conversion then writes
 // come as huge pages where the kernel has them (transparent huge pages in
 // "madvise" or "always" mode); elsewhere the call does nothing.

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 #include <vector>
+#include "arch.h"
 #include "common.h"
 #include "kernels.h"
 
@@ -25,7 +26,7 @@ struct Config {
     float eps = 1e-6f;     // rms_norm_eps
     float rope_theta = 10000.0f;
     bool tie_embeddings = true;
-    bool qwen3 = false;    // model_type "qwen3": q_norm/k_norm, no q/k/v biases
+    const Arch* arch = &ARCHS[0];  // the family (arch.h): its features and tensor names; model_type picks it
     std::string torch_dtype;
     int bos_id = -1;
     std::vector<int> eos_ids;  // eos_token_id may be a number or a list
@@ -52,8 +53,8 @@ struct MappedFile {
 struct LayerWeights {
     std::vector<float> attn_norm, ffn_norm;  // [hidden]
     Mat wq, wk, wv, wo;                       // [n_heads*hd, hidden] [n_kv*hd, hidden] x2, [hidden, n_heads*hd]
-    std::vector<float> bq, bk, bv;            // [n_heads*hd] [n_kv*hd] [n_kv*hd] (empty in Qwen3)
-    std::vector<float> q_norm, k_norm;        // [hd] each (Qwen3 only; empty in Qwen2)
+    std::vector<float> bq, bk, bv;            // [n_heads*hd] [n_kv*hd] [n_kv*hd] (zeros without Arch::qkv_bias)
+    std::vector<float> q_norm, k_norm;        // [hd] each (empty without Arch::qk_norm)
     Mat w_gate, w_up, w_down;                 // [inter, hidden] x2, [hidden, inter]
 };
 
@@ -81,8 +82,12 @@ struct Model {
 
 // `path` is a model folder, its model.safetensors or its
 // model.safetensors.index.json (shards). Throws LanternError naming the
-// file and the problem when anything is off.
+// file and the problem when anything is off. A GGUF file is gguf_load.h's;
+// generate.h:open_model is the one place that tells the two apart.
 void load_model(Model& m, const std::string& path);
+// The named views (embed, layers, ...) of m.tensors, each checked against
+// m.cfg: the last step of either loader, folder or GGUF file.
+void bind_weights(Model& m);
 // Parses config.json alone (also used by the tokenizer-only commands).
 Config parse_config(const std::string& config_path);
 // Parses and validates the safetensors header of an mmapped file.
@@ -100,8 +105,8 @@ const TensorInfo* find_tensor(const Model& m, const std::string& name);
 size_t parameter_count(const Model& m);
 // Bytes of all weight files together (the model's size on disk).
 size_t weights_bytes(const Model& m);
-// "Qwen2.5-7B" / "Qwen3-0.6B" when the shape is one of the published ones,
-// else the architecture ("Qwen2 architecture, not a published size").
+// "Qwen2.5-7B" / "Qwen3-0.6B" when the shape is one its family published
+// (Arch::published), else the family ("Qwen2 architecture, not a published size").
 std::string model_family(const Config& c);
 // Resolve a folder or file argument to the folder.
 std::string model_dir(const std::string& path);

@@ -28,7 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include "logging.h"
-#include "kernels_cuda.h"
+#include "device.h"
 
 static void grow(LineVector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -127,7 +127,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
-    if (g_device == Device::CUDA && c.qwen3) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
+    if (g_device == Device::CUDA && c.arch->qk_norm) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
     if (g_device == Device::CUDA) {  // same pass on the GPU; the probes time the call as a whole
         PROBE_FORWARD_BEGIN(tokens, T, pos);
         const float* logits = forward_cuda(net, tokens, T, pos, all_logits);
@@ -225,7 +225,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
         // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
         // growing with the size of the projections.
-        if (c.qwen3) {
+        if (c.arch->qk_norm) {
             for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(&net.q[i * hd], &net.q[i * hd], L.q_norm.data(), hd, c.eps);
             for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(&net.k[i * hd], &net.k[i * hd], L.k_norm.data(), hd, c.eps);
             WATCH_TENSOR("attn.q_norm", l, pos, net.q.data(), T, q_dim);

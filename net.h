@@ -54,6 +54,13 @@ void net_reset(Net& net);
 // all_logits, else [1, vocab] for the last token only. Throws LanternError
 // when pos+T exceeds the cache.
 const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits);
+// The same pass on the GPU: same arguments, same result (the logits, in
+// host memory owned by `net`). forward() calls it when g_device (device.h)
+// is CUDA, after checking its arguments; the first call uploads the
+// weights. It is net_cuda.cpp's (in a CPU-only build it only refuses), and
+// declared here, with the Net it runs, so that net.cpp needs nothing of
+// net_cuda.cpp but this line.
+const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_logits);
 
 // ---------------------------------------------------------------------------
 // Several sequences in one call (the server's continuous batching).

@@ -11,30 +11,27 @@
 //   logits       the only thing copied back, so the CPU sampler is unchanged
 //
 // This file is plain C++ (g++ compiles it) and is built in every build: in
-// a CPU-only build only device_select and friends exist, and they explain
+// a CPU-only build only device_use and friends exist, and they explain
 // that CUDA needs `make cuda`. That keeps #ifdefs out of run.cpp and net.cpp.
+// What the engine sees of it is net_cuda.h.
 //
 // Why a separate file and not more of kernels_cuda.cu: kernels_cuda.cu is
 // the arithmetic (the twin of kernels.cpp), this is the orchestration (the
 // twin of net.cpp) — the order of operations, buffers, the decode graph.
+#include "net_cuda.h"
 #include <chrono>
 #include "kernels_cuda.h"
 #include "logging.h"
 #include "net.h"
 
-Device g_device = Device::CPU;
 bool g_cuda_graphs = true;
 
-void device_select(const std::string& name) {
-    if (name == "cpu") {
-        g_device = Device::CPU;
-    } else if (name == "cuda") {
+void device_use(Device d) {
+    if (d == Device::CUDA) {
         std::string why;
         if (!cuda_available(&why)) fail("--device cuda: %s", why.c_str());
-        g_device = Device::CUDA;
-    } else {
-        fail("--device: \"%s\" is not cpu or cuda", name.c_str());
     }
+    g_device = d;
 }
 
 #ifndef LANTERN_CUDA

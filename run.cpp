@@ -61,7 +61,7 @@ int cmd_generate(int argc, char** argv) {
         std::vector<ChatMessage> msgs;
         if (!o.system.empty()) msgs.push_back({"system", o.system});
         msgs.push_back({"user", prompt});
-        text = apply_chat_template(msgs, true, ChatFormat{s.model.cfg.qwen3, !o.no_think});
+        text = apply_chat_template(msgs, true, ChatFormat{s.model.cfg.arch->chat, !o.no_think});
     }
     t0 = trace_now_us();
     std::vector<int> ids = tokenizer_encode(s.tok, text);
@@ -149,7 +149,7 @@ int cmd_chat(int argc, char** argv) {
     Sampler sampler;
     sampler_init(sampler, o.gen.sampling);
     ChatSession chat;
-    chat.format = ChatFormat{s.model.cfg.qwen3, !o.no_think};
+    chat.format = ChatFormat{s.model.cfg.arch->chat, !o.no_think};
     chat_reset(chat, s.net, o.system);
 
     bool tty = isatty(0);

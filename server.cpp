@@ -34,7 +34,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include "kernels_cuda.h"
+#include "net_cuda.h"
 #include "logging.h"
 #include "cli.h"
 #include "generate.h"
@@ -322,7 +322,10 @@ int cmd_serve(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
 
-    if (g_device == Device::CUDA) fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
+    if (o.engine.device == Device::CUDA) {
+        device_use(Device::CUDA);  // a build or machine without CUDA says so first
+        fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
+    }
     // --report and --trace-json record the whole run, every scheduler step
     // (scheduler.cpp), and are written when the server stops. A file that
     // cannot be written is found now, not after hours of serving.
@@ -350,7 +353,7 @@ int cmd_serve(int argc, char** argv) {
     e.defaults.gen = o.gen;
     e.defaults.fixed_seed = o.seed_given;
     e.defaults.models = {e.model_id};
-    e.defaults.chat = ChatFormat{e.model.cfg.qwen3, true};
+    e.defaults.chat = ChatFormat{e.model.cfg.arch->chat, true};
     std::string base = e.model_id;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     base = base.substr(base.find_last_of('/') + 1);

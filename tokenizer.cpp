@@ -357,8 +357,9 @@ const char* const QWEN_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud.
 //   - thinking off (--no-think): the generation prompt is followed by an empty
 //     think block, and the model, trained on that form, answers directly.
 std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const ChatFormat& fmt) {
+    const bool qwen3 = fmt.style == ChatStyle::Qwen3;
     std::string out;
-    if (!fmt.qwen3 && (msgs.empty() || msgs[0].role != "system"))
+    if (!qwen3 && (msgs.empty() || msgs[0].role != "system"))
         out += std::string("<|im_start|>system\n") + QWEN_DEFAULT_SYSTEM + "<|im_end|>\n";
     size_t last_user = msgs.size();
     for (size_t i = 0; i < msgs.size(); i++)
@@ -366,13 +367,13 @@ std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_g
     for (size_t i = 0; i < msgs.size(); i++) {
         std::string content = msgs[i].content;
         size_t end = content.find("</think>");
-        if (fmt.qwen3 && msgs[i].role == "assistant" && i < last_user && end != std::string::npos) {
+        if (qwen3 && msgs[i].role == "assistant" && i < last_user && end != std::string::npos) {
             content.erase(0, end + 8);
             content.erase(0, content.find_first_not_of('\n') == std::string::npos ? content.size() : content.find_first_not_of('\n'));
         }
         out += "<|im_start|>" + msgs[i].role + "\n" + content + "<|im_end|>\n";
     }
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
-    if (add_generation_prompt && fmt.qwen3 && !fmt.think) out += "<think>\n\n</think>\n\n";
+    if (add_generation_prompt && qwen3 && !fmt.think) out += "<think>\n\n</think>\n\n";
     return out;
 }

@@ -73,7 +73,7 @@ struct Tokenizer {
 
 // Loads a tokenizer from a model folder (that holds tokenizer.json) or from
 // the path of a tokenizer.json itself. Throws LanternError on any problem.
-// A .gguf file works too: its tokenizer.ggml.* values (gguf.cpp).
+// A .gguf file's tokenizer is gguf_load.h's (gguf_load_tokenizer).
 void tokenizer_load(Tokenizer& tok, const std::string& path);
 // The same from the text of a tokenizer.json (`path` names it in errors).
 void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::string& path);
@@ -108,13 +108,19 @@ struct ChatMessage {
     std::string role, content;
 };
 extern const char* const QWEN_DEFAULT_SYSTEM;
-// Which template: Qwen2.5's (default) or Qwen3's, whose generation prompt
-// may switch thinking off (think = false: enable_thinking=false in Jinja).
+// The chat templates Lantern writes, one per style a family of arch.h's
+// table names (Arch::chat):
+//   Qwen2  Qwen2.5's ChatML, with its default system message;
+//   Qwen3  no default system message, old answers' reasoning cut, and a
+//          generation prompt that may switch thinking off.
+enum class ChatStyle { Qwen2, Qwen3 };
+// A style and its thinking switch (think = false: enable_thinking=false in
+// Jinja; only a style with thinking reads it).
 struct ChatFormat {
-    bool qwen3 = false;
+    ChatStyle style = ChatStyle::Qwen2;
     bool think = true;
 };
-// Qwen2.5: when msgs has no system message, its default one is prepended.
+// Qwen2: when msgs has no system message, its default one is prepended.
 // add_generation_prompt ends with "<|im_start|>assistant\n" (Qwen3 without
 // thinking: followed by an empty "<think>\n\n</think>\n\n").
 std::string apply_chat_template(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,

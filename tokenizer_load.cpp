@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include "common.h"
-#include "gguf.h"
 #include "json_read.h"
 #include "logging.h"
 #include "tokenizer.h"
@@ -123,11 +122,11 @@ static int pieces_get(const Tokenizer& tok, std::string_view piece) {
 // ---------------------------------------------------------------------------
 // Reading tokenizer.json. The file is 11 MB and nearly all of it is two
 // sections: model.vocab (151,643 "piece": id entries) and model.merges
-// (151,387 pairs of pieces). nlohmann's parser needs ~230 ms to build a DOM
-// of the whole file here, and ~60 ms just to stream through it as SAX events
-// -- too slow for something every run does first. Those two sections only
-// hold strings, integers and pairs, so a small hand-written reader walks the
-// top of the file, parses them itself (~20 ms), and hands everything else
+// (151,387 pairs of pieces). Building nlohmann's DOM of the whole file, or
+// even streaming through it as SAX events, is too slow for something every
+// run does first (book/07-tokenizer.md measures both). Those two sections
+// only hold strings, integers and pairs, so a small hand-written reader
+// walks the top of the file, parses them itself, and hands everything else
 // -- a few KB: added_tokens, normalizer, pre_tokenizer -- to nlohmann as text
 // with the two big sections cut out.
 struct JsonScan {
@@ -537,10 +536,6 @@ void tokenizer_load_text(Tokenizer& tok, const std::string& text, const std::str
 
 void tokenizer_load(Tokenizer& tok, const std::string& path) {
     auto t0 = std::chrono::steady_clock::now();
-    if (is_gguf_path(path)) {  // a GGUF file carries its tokenizer (gguf.cpp)
-        gguf_load_tokenizer(tok, path);
-        return;
-    }
     std::string dir, text, file = path;
     struct stat st;
     bool folder = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

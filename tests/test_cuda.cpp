@@ -18,6 +18,7 @@
 
 #include "kernels_cuda.h"
 #include "net.h"
+#include "net_cuda.h"
 
 // Runs `what`, returns the LanternError message it threw ("" when none).
 template <class Fn>
@@ -31,15 +32,17 @@ static std::string error_of(Fn what) {
 }
 
 TEST_CASE("cuda: --device names are checked") {
-    CHECK(error_of([] { device_select("gpu"); }).find("\"gpu\" is not cpu or cuda") != std::string::npos);
-    CHECK(error_of([] { device_select("cpu"); }) == "");
+    CHECK(error_of([] { parse_device("gpu"); }).find("\"gpu\" is not cpu or cuda") != std::string::npos);
+    CHECK(parse_device("cpu") == Device::CPU);
+    CHECK(parse_device("cuda") == Device::CUDA);  // recorded; whether it can be used is device_use's question
+    CHECK(error_of([] { device_use(Device::CPU); }) == "");
     CHECK(g_device == Device::CPU);
 }
 
 #ifndef LANTERN_CUDA
 TEST_CASE("cuda: skipped in a CPU-only build") {
     MESSAGE("skipped: CPU-only build (make cuda builds the GPU backend)");
-    CHECK(error_of([] { device_select("cuda"); }) == "--device cuda: this build has no CUDA (make cuda)");
+    CHECK(error_of([] { device_use(Device::CUDA); }) == "--device cuda: this build has no CUDA (make cuda)");
     CHECK(g_device == Device::CPU);
 }
 #else
@@ -58,7 +61,7 @@ TEST_CASE("cuda: without a device, --device cuda says so") {
         MESSAGE("a CUDA device is present; the no-device message is not exercised");
         return;
     }
-    std::string e = error_of([] { device_select("cuda"); });
+    std::string e = error_of([] { device_use(Device::CUDA); });
     CHECK(e.find("--device cuda: no CUDA device found") == 0);
     CHECK(g_device == Device::CPU);
 }

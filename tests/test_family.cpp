@@ -1,12 +1,17 @@
 // The Qwen family beyond one file: shards and their index, untied heads,
-// Qwen3's head_dim and QK-norm, and the names `run info` gives the shapes.
+// Qwen3's head_dim and QK-norm, the names `run info` gives the shapes, and
+// the architecture table (arch.cpp) driving both loaders and the converter.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
+#include "cli.h"
+#include "gguf.h"
+#include "gguf_load.h"
 #include "model.h"
 #include "net.h"
 #include "tokenizer.h"
@@ -128,7 +133,7 @@ TEST_CASE("Qwen3: head_dim comes from config.json, q_norm/k_norm are required, b
     std::string dir = small_model("family-qwen3", "--preset qwen3-tiny --head-dim 12");  // 12 != hidden/heads = 8
     Model m;
     load_model(m, dir);
-    CHECK(m.cfg.qwen3);
+    CHECK(m.cfg.arch == arch_by_model_type("qwen3"));
     CHECK(m.cfg.head_dim == 12);
     CHECK(m.layers[0].wq.rows == 2 * 12);
     CHECK(m.layers[0].q_norm.size() == 12);
@@ -171,12 +176,12 @@ TEST_CASE("model_family names the published shapes") {
     CHECK(model_family(c) == "Qwen2.5-7B shape, 2 of its 28 layers");
     c.hidden = 1024, c.n_heads = 16, c.n_kv_heads = 8, c.n_layers = 28;
     CHECK(model_family(c) == "Qwen2 architecture, not a published size");  // that shape is Qwen3's
-    c.qwen3 = true;
+    c.arch = arch_by_model_type("qwen3");
     CHECK(model_family(c) == "Qwen3-0.6B");
 }
 
 TEST_CASE("Qwen3's chat template: no default system message, old reasoning cut, thinking switchable") {
-    ChatFormat q3{true, true}, q3_off{true, false};
+    ChatFormat q3{ChatStyle::Qwen3, true}, q3_off{ChatStyle::Qwen3, false};
     CHECK(apply_chat_template({{"user", "Hi"}}, true, q3) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     CHECK(apply_chat_template({{"user", "Hi"}}, true, q3_off) ==
           "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
@@ -187,6 +192,94 @@ TEST_CASE("Qwen3's chat template: no default system message, old reasoning cut, 
     CHECK(t == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"
                "<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n");
     // Qwen2.5's template is untouched by the thinking switch.
-    CHECK(apply_chat_template({{"user", "Hi"}}, true, ChatFormat{false, false}) ==
+    CHECK(apply_chat_template({{"user", "Hi"}}, true, ChatFormat{ChatStyle::Qwen2, false}) ==
           apply_chat_template({{"user", "Hi"}}, true));
+}
+
+// ---------------------------------------------------------------------------
+// The architecture table (arch.cpp) is what the loaders read: for every row,
+// a generated model of that family holds exactly the row's Hugging Face
+// names, model.cpp binds them all, the converter writes exactly the row's
+// GGUF names, and gguf_load.cpp reads them back to the same family.
+
+// A small model of each family with its tokenizer (`make models`; a new
+// family adds its row here and its preset to tools/gen_model.cpp).
+static std::string family_model(const Arch& a) {
+    static const std::pair<const char*, const char*> MODELS[] = {{"qwen2", "models/tiny"}, {"qwen3", "models/qwen3-tiny"}};
+    for (auto& [name, dir] : MODELS)
+        if (std::string(name) == a.name) return dir;
+    FAIL("no test model for architecture " << a.name << " (add one to family_model)");
+    return "";
+}
+
+// Every name the row gives a model of n_layers layers, in one format.
+static std::vector<std::string> row_names(const Arch& a, int n_layers, bool gguf, bool tied) {
+    std::vector<std::string> names;
+    for (const ArchTensor& t : a.globals)
+        if (!(tied && t.role == TensorRole::LmHead)) names.push_back(gguf ? t.gguf : t.hf);
+    for (int l = 0; l < n_layers; l++)
+        for (const ArchTensor& t : a.layer)
+            names.push_back(gguf ? arch_gguf_name(a, t.role, l) : arch_hf_name(a, t.role, l));
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+TEST_CASE("arch: every row's features agree with its tensor list") {
+    for (int i = 0; i < N_ARCHS; i++) {
+        const Arch& a = ARCHS[i];
+        INFO(a.name);
+        CHECK(arch_by_model_type(a.model_type) == &a);
+        CHECK(arch_by_gguf_name(a.name) == &a);
+        for (TensorRole r : {TensorRole::QBias, TensorRole::KBias, TensorRole::VBias})
+            CHECK((arch_tensor(a, r) != nullptr) == a.qkv_bias);
+        for (TensorRole r : {TensorRole::QNorm, TensorRole::KNorm}) CHECK((arch_tensor(a, r) != nullptr) == a.qk_norm);
+        for (TensorRole r : {TensorRole::Embed, TensorRole::FinalNorm, TensorRole::LmHead, TensorRole::AttnNorm, TensorRole::Q,
+                             TensorRole::K, TensorRole::V, TensorRole::O, TensorRole::FfnNorm, TensorRole::Gate, TensorRole::Up,
+                             TensorRole::Down})
+            CHECK(arch_tensor(a, r) != nullptr);
+        // Translation works both ways for every name.
+        for (const std::string& n : row_names(a, 2, false, false)) CHECK(arch_translate(a, arch_translate(a, n, true), false) == n);
+    }
+    CHECK(arch_names("or") == "qwen2 or qwen3");
+}
+
+TEST_CASE("arch: the table's names are what model.cpp binds, the converter writes and gguf_load.cpp reads") {
+    for (int i = 0; i < N_ARCHS; i++) {
+        const Arch& a = ARCHS[i];
+        INFO(a.name);
+        std::string dir = family_model(a);
+        Model m;
+        load_model(m, dir);
+        REQUIRE(m.cfg.arch == &a);  // config.json's model_type picked the row
+        bool tied = m.lm_head.data == m.embed.data;
+        std::vector<std::string> in_file;
+        for (const TensorInfo& t : m.tensors) in_file.push_back(t.name);
+        std::sort(in_file.begin(), in_file.end());
+        CHECK(in_file == row_names(a, m.cfg.n_layers, false, tied));  // the folder holds the row's names, no more
+        CHECK(m.layers[0].q_norm.empty() == !a.qk_norm);
+
+        // The converter writes the row's GGUF names and the row's name as the architecture.
+        std::string out = "build/test_arch_" + std::string(a.name) + ".gguf";
+        std::vector<std::string> args = {dir, out, "--type", "f32"};
+        std::vector<char*> argv;
+        for (auto& s : args) argv.push_back(&s[0]);
+        REQUIRE(cmd_convert((int)argv.size(), argv.data()) == 0);
+        MappedGGUF g(out);
+        REQUIRE(gguf_find(g.f, "general.architecture") != nullptr);
+        CHECK(gguf_find(g.f, "general.architecture")->str == a.name);
+        CHECK((gguf_find(g.f, std::string(a.name) + ".attention.key_length") != nullptr) == a.head_dim_stated);
+        std::vector<std::string> written;
+        for (const GGUFTensor& t : g.f.tensors) written.push_back(t.name);
+        std::sort(written.begin(), written.end());
+        CHECK(written == row_names(a, m.cfg.n_layers, true, tied));
+
+        // Read back: the same family, every tensor under its Hugging Face name.
+        Model back;
+        gguf_load_model(back, out);
+        CHECK(back.cfg.arch == &a);
+        std::vector<std::string> names;
+        for (const TensorInfo& t : back.tensors) names.push_back(t.name);
+        std::sort(names.begin(), names.end());
+        CHECK(names == in_file);
+    }
 }

@@ -22,7 +22,9 @@
 #include <sstream>
 #include <omp.h>
 #include <nlohmann/json.hpp>
+#include "cli.h"
 #include "gguf.h"
+#include "gguf_load.h"
 #include "model.h"
 #include "net.h"
 #include "quants.h"
@@ -360,7 +362,7 @@ static std::string convert_to(const std::string& model, const std::string& type)
 
 static std::vector<float> logits_of(const std::string& path, const std::vector<int>& toks) {
     Model m;
-    load_model(m, path);
+    open_model(m, path);
     Net net;
     net_init(net, m, 32);
     const float* p = forward(net, toks.data(), (int)toks.size(), 0, true);
@@ -392,9 +394,9 @@ TEST_CASE("gguf: shape, missing tensor and architecture problems name the file")
         return path;
     };
     Model m;
-    CHECK_THROWS_WITH_AS(load_model(m, rewrite(std::string("\x05\0\0\0\0\0\0\0qwen2", 13), std::string("\x05\0\0\0\0\0\0\0llama", 13))), doctest::Contains("architecture"), LanternError);
+    CHECK_THROWS_WITH_AS(gguf_load_model(m, rewrite(std::string("\x05\0\0\0\0\0\0\0qwen2", 13), std::string("\x05\0\0\0\0\0\0\0llama", 13))), doctest::Contains("architecture"), LanternError);
     Model m2;
-    CHECK_THROWS_WITH_AS(load_model(m2, rewrite("blk.3.ffn_up.weight", "blk.3.ffn_XX.weight")),
+    CHECK_THROWS_WITH_AS(gguf_load_model(m2, rewrite("blk.3.ffn_up.weight", "blk.3.ffn_XX.weight")),
                          doctest::Contains("tensor blk.3.ffn_up.weight is missing"), LanternError);
     // qwen2.feed_forward_length 160 -> 128: every FFN matrix disagrees.
     std::string key = "qwen2.feed_forward_length";
@@ -405,7 +407,7 @@ TEST_CASE("gguf: shape, missing tensor and architecture problems name the file")
     std::memcpy(&b[at + key.size() + 4], &v, 4);
     std::ofstream("build/test_broken.gguf", std::ios::binary) << b;
     Model m3;
-    CHECK_THROWS_WITH_AS(load_model(m3, "build/test_broken.gguf"), doctest::Contains("the hyper-parameters imply"), LanternError);
+    CHECK_THROWS_WITH_AS(gguf_load_model(m3, "build/test_broken.gguf"), doctest::Contains("the hyper-parameters imply"), LanternError);
 }
 
 
@@ -434,8 +436,9 @@ TEST_CASE("gguf: Qwen3 is written and read as architecture qwen3") {
     CHECK(norms == 2 * folder.cfg.n_layers);
     CHECK(biases == 0);
     Model m;
-    load_model(m, file);
-    CHECK(m.cfg.qwen3);
+    gguf_load_model(m, file);
+    CHECK(m.cfg.arch == arch_by_model_type("qwen3"));
+    CHECK(m.cfg.arch->qk_norm);
     CHECK(m.cfg.head_dim == folder.cfg.head_dim);
     CHECK(m.layers[0].k_norm == folder.layers[0].k_norm);
     // Without its k-norm a Qwen3 layer cannot load; the error names llama.cpp's tensor.
@@ -444,7 +447,7 @@ TEST_CASE("gguf: Qwen3 is written and read as architecture qwen3") {
     bytes.replace(at, 24, "blk.1.attn_k_XXXX.weight");
     std::ofstream("build/test_broken.gguf", std::ios::binary) << bytes;
     Model m2;
-    CHECK_THROWS_WITH_AS(load_model(m2, "build/test_broken.gguf"), doctest::Contains("tensor blk.1.attn_k_norm.weight is missing"),
+    CHECK_THROWS_WITH_AS(gguf_load_model(m2, "build/test_broken.gguf"), doctest::Contains("tensor blk.1.attn_k_norm.weight is missing"),
                          LanternError);
 }
 
@@ -452,7 +455,7 @@ TEST_CASE("gguf: the tokenizer from the file encodes exactly like tokenizer.json
     std::string file = convert_to("models/tiny", "q4_0");
     Tokenizer a, b;
     tokenizer_load(a, "models/tiny");
-    tokenizer_load(b, file);
+    gguf_load_tokenizer(b, file);
     CHECK(b.chat_template == a.chat_template);
     CHECK(b.eos_token == a.eos_token);
     CHECK(b.vocab_size == a.vocab_size);

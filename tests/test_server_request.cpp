@@ -138,7 +138,7 @@ TEST_CASE("server request: the model's chat template, Qwen3's thinking switchabl
     const std::string user_turn = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
     const std::string no_think = "\"chat_template_kwargs\": {\"enable_thinking\": false}";
     RequestDefaults q3;
-    q3.chat.qwen3 = true;
+    q3.chat.style = ChatStyle::Qwen3;
     CHECK(parse(std::string("{") + HI + "}", true, q3).prompt_text == user_turn);
     CHECK(parse(std::string("{") + HI + ", " + no_think + "}", true, q3).prompt_text == user_turn + "<think>\n\n</think>\n\n");
     CHECK(parse(std::string("{") + HI + ", \"chat_template_kwargs\": {\"enable_thinking\": true}}", true, q3).prompt_text ==

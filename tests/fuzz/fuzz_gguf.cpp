@@ -1,5 +1,5 @@
 // A GGUF file, any bytes: the header, metadata and tensor infos
-// (gguf_parse), the whole model load through the GGUF branch (load_model:
+// (gguf_parse), the whole model load through the GGUF adapter (gguf_load_model:
 // hyper-parameters, tensor names, shapes against the config), and the
 // tokenizer rebuilt from tokenizer.ggml.*. Invariants: every tensor
 // gguf_parse accepts lies inside the data section, aligned, without
@@ -8,6 +8,7 @@
 #include <vector>
 #include "fuzz.h"
 #include "gguf.h"
+#include "gguf_load.h"
 #include "model.h"
 #include "tokenizer.h"
 
@@ -30,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
         Model m;
-        load_model(m, path);
+        gguf_load_model(m, path);
         for (const TensorInfo& t : m.tensors) FUZZ_CHECK(t.offset <= m.file_size && t.nbytes <= m.file_size - t.offset);
     } catch (const LanternError&) {
     }

@@ -1,0 +1,26 @@
+// device.h — where the forward pass runs: the CPU, or an NVIDIA GPU in a
+// build made with `make cuda` (book/13-cuda.md).
+//
+// The command line only records the choice (--device, cli.cpp, into
+// EngineOptions::device); engine_load applies it (net_cuda.h:device_use),
+// which is where "this build has no CUDA" is found out, and forward()
+// (net.cpp) reads g_device to pick the CPU pass or forward_cuda.
+#pragma once
+#include <string>
+#include "common.h"
+
+enum class Device { CPU, CUDA };
+
+// The device forward() runs on. Set by net_cuda.h:device_use (engine_load),
+// never by the flag parser.
+inline Device g_device = Device::CPU;
+
+inline const char* device_name(Device d) { return d == Device::CUDA ? "cuda" : "cpu"; }
+
+// "cpu" or "cuda" (the --device flag's value); anything else is refused.
+// Whether CUDA can be used here is device_use's question, not this one's.
+inline Device parse_device(const std::string& name) {
+    if (name == "cpu") return Device::CPU;
+    if (name == "cuda") return Device::CUDA;
+    fail("--device: \"%s\" is not cpu or cuda", name.c_str());
+}
