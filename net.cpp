@@ -3,7 +3,7 @@
 // One call runs T tokens at positions pos..pos+T-1 through every layer:
 //
 //   x = embed[tokens]                                   [T, hidden]
-//   for each layer:
+//   for each layer (decoder_layer):
 //     h = rmsnorm(x)                                    [T, hidden]
 //     q, k, v = h Wq + bq, h Wk + bk, h Wv + bv         [T, q_dim] [T, kv_dim] x2
 //     (Qwen3: biases are zero; each head of q and k is RMS-normed)
@@ -20,9 +20,10 @@
 // product — the same weights read once for T tokens.
 //
 // The rows need not belong to one sequence: forward_batch runs several
-// sequences' tokens through the same layers, and only the KV cache and
-// attention are per sequence. forward() is the one-sequence case, with the
-// Net's own contiguous cache.
+// sequences' tokens through the same decoder_layer, and only the KV cache
+// and attention are per sequence (a table of the rows, built once per
+// call, says which row is whose; each sequence's cache is a KVView).
+// forward() is the one-sequence case, with the Net's own contiguous cache.
 #include "net.h"
 #include <algorithm>
 #include <cmath>
