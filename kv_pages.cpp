@@ -106,3 +106,32 @@ static size_t row_offset(const KVPages& kv, const KVSeq& seq, int layer, int pos
 
 uint8_t* kv_key(KVPages& kv, const KVSeq& seq, int layer, int pos) { return &kv.k[row_offset(kv, seq, layer, pos)]; }
 uint8_t* kv_value(KVPages& kv, const KVSeq& seq, int layer, int pos) { return &kv.v[row_offset(kv, seq, layer, pos)]; }
+
+KVView kv_seq_view(KVPages& kv, const KVSeq& seq) {
+    KVView v;
+    v.k = kv.k.data();
+    v.v = kv.v.data();
+    v.type = kv.type;
+    v.first = 0;
+    v.n_pos = seq.n_pos;
+    v.block = kv.block;
+    v.blocks = seq.blocks.data();
+    v.row_bytes = (size_t)kv.kv_dim * kv.elt();
+    v.block_bytes = (size_t)kv.n_layers * kv.block * v.row_bytes;
+    return v;
+}
+
+void kv_batch_reserve(KVPages& kv, KVSeq* const* tables, BatchSeq* seqs, int n_seqs) {
+    int blocks_needed = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        const BatchSeq& s = seqs[i];
+        if (!tables[i]) fail("forward_batch: sequence %d has no tokens or no block table", i);
+        if (s.pos != tables[i]->n_pos)
+            fail("forward_batch: sequence %d continues at %d but holds %d positions", i, s.pos, tables[i]->n_pos);
+        blocks_needed += kv_blocks_for(kv, s.pos + s.T) - (int)tables[i]->blocks.size();
+    }
+    if (blocks_needed > kv_blocks_free(kv))
+        fail("KV pages: the batch needs %d more blocks, %d are free", blocks_needed, kv_blocks_free(kv));
+    for (int i = 0; i < n_seqs; i++) kv_seq_grow(kv, *tables[i], seqs[i].pos + seqs[i].T);
+    for (int i = 0; i < n_seqs; i++) seqs[i].kv = kv_seq_view(kv, *tables[i]);
+}

@@ -14,8 +14,10 @@
 //   free:   b2, b4, b5 ...                                        positions)
 //
 // This is the idea of vLLM's PagedAttention, without the GPU kernel: the
-// attention here gathers a sequence's rows into one contiguous run first
-// (net.cpp), so the attention kernels are the ones a single sequence uses.
+// forward pass sees a sequence through a view of its blocks (net.h:
+// KVView, made here by kv_seq_view), and attention gathers its rows into
+// one contiguous run first (net.cpp: kv_read), so the attention kernels
+// are the ones a single sequence uses.
 //
 // Prefix reuse. Two chats with the same system prompt, or the next turn of
 // one chat, begin with the same tokens, so the keys and values of those
@@ -37,6 +39,7 @@
 #include <map>
 #include <vector>
 #include "model.h"
+#include "net.h"
 
 struct KVPages {
     int block = 16;       // positions per block
@@ -86,3 +89,12 @@ int kv_blocks_cached(const KVPages& kv);
 // Keys or values of layer `layer` at position `pos`: kv_dim values of `type`.
 uint8_t* kv_key(KVPages& kv, const KVSeq& seq, int layer, int pos);
 uint8_t* kv_value(KVPages& kv, const KVSeq& seq, int layer, int pos);
+// The sequence as the forward pass sees it (net.h: KVView): its blocks,
+// positions 0..n_pos-1. Valid until its table changes.
+KVView kv_seq_view(KVPages& kv, const KVSeq& seq);
+// Room for one step of net.h:forward_batch: sequence i, whose table is
+// tables[i], continues at seqs[i].pos (the positions its table holds) with
+// seqs[i].T more. All or nothing: when the pool has too few free blocks it
+// throws LanternError and takes none; otherwise every table grows and
+// seqs[i].kv becomes its view.
+void kv_batch_reserve(KVPages& kv, KVSeq* const* tables, BatchSeq* seqs, int n_seqs);

@@ -3,7 +3,7 @@
 // One call runs T tokens at positions pos..pos+T-1 through every layer:
 //
 //   x = embed[tokens]                                   [T, hidden]
-//   for each layer:
+//   for each layer (decoder_layer):
 //     h = rmsnorm(x)                                    [T, hidden]
 //     q, k, v = h Wq + bq, h Wk + bk, h Wv + bv         [T, q_dim] [T, kv_dim] x2
 //     (Qwen3: biases are zero; each head of q and k is RMS-normed)
@@ -20,9 +20,10 @@
 // product — the same weights read once for T tokens.
 //
 // The rows need not belong to one sequence: forward_batch runs several
-// sequences' tokens through the same layers, and only the KV cache and
-// attention are per sequence. forward() is the one-sequence case, with the
-// Net's own contiguous cache.
+// sequences' tokens through the same decoder_layer, and only the KV cache
+// and attention are per sequence (a table of the rows, built once per
+// call, says which row is whose; each sequence's cache is a KVView).
+// forward() is the one-sequence case, with the Net's own contiguous cache.
 #include "net.h"
 #include <algorithm>
 #include <cmath>
@@ -66,59 +67,192 @@ static void store_kv_row(uint8_t* dst, const float* src, int n, DType type) {
         for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_bf16(src[i]);
 }
 
-// Grouped-query attention for T new tokens. Query head h reads KV head
-// h / (n_heads / n_kv_heads): several query heads share one key/value head,
-// which is what makes the 0.5B model's cache 7x smaller than its query width.
-// Token t sits at position pos+t and may look at positions first..pos+t
-// (causal; first is 0 unless the sequence started later).
-//
-// The T rows of sequence `seq` start at row `row0` of the batch. Its keys
-// start at position `first` at `K` (values at `V`), one position every
-// `stride` bytes: the Net's own cache, or — for a sequence in pages — its
-// rows gathered from the blocks into one run (copying costs a little
-// bandwidth; the attention kernels stay the one-sequence ones).
-static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPages* pages) {
+// Byte offset of position pos of layer `layer` in the view's k (or v).
+static size_t kv_offset(const KVView& kv, int layer, int pos) {
+    if (pos < kv.first || pos >= kv.n_pos)
+        fail("KV cache: position %d is outside the sequence's positions [%d, %d)", pos, kv.first, kv.n_pos);
+    return kv.blocks[pos / kv.block] * kv.block_bytes + ((size_t)layer * kv.block + pos % kv.block) * kv.row_bytes;
+}
+
+void kv_store(const KVView& kv, int layer, int pos, const float* k, const float* v) {
+    size_t at = kv_offset(kv, layer, pos);
+    int n = (int)(kv.row_bytes / (kv.type == DType::F32 ? 4 : 2));
+    store_kv_row(kv.k + at, k, n, kv.type);
+    store_kv_row(kv.v + at, v, n, kv.type);
+}
+
+void kv_read(Net& net, const KVView& kv, int layer, int end, const uint8_t** K, const uint8_t** V) {
+    if (kv.first / kv.block == (end - 1) / kv.block) {  // one block holds them all: read them in place
+        size_t at = kv_offset(kv, layer, kv.first);
+        *K = kv.k + at;
+        *V = kv.v + at;
+        return;
+    }
+    grow_bytes(net.gk, (end - kv.first) * kv.row_bytes);
+    grow_bytes(net.gv, (end - kv.first) * kv.row_bytes);
+    for (int p = kv.first; p < end;) {  // the run of positions in p's block
+        int n = std::min(kv.block - p % kv.block, end - p);
+        size_t at = kv_offset(kv, layer, p), to = (p - kv.first) * kv.row_bytes;
+        std::memcpy(&net.gk[to], kv.k + at, n * kv.row_bytes);
+        std::memcpy(&net.gv[to], kv.v + at, n * kv.row_bytes);
+        p += n;
+    }
+    *K = net.gk.data();
+    *V = net.gv.data();
+}
+
+// The Net's own cache as a view: one block of n_ctx positions.
+static KVView net_kv_view(Net& net) {
+    static const int one_block[1] = {0};
+    KVView v;
+    v.k = net.kv.k.data();
+    v.v = net.kv.v.data();
+    v.type = net.kv.type;
+    v.first = net.first_pos;
+    v.n_pos = net.kv.n_ctx;
+    v.block = net.kv.n_ctx;
+    v.blocks = one_block;
+    v.row_bytes = (size_t)net.kv.kv_dim * net.kv.elt();
+    v.block_bytes = 0;
+    return v;
+}
+
+// Grouped-query attention for the T rows of one sequence. Query head h
+// reads KV head h / (n_heads / n_kv_heads): several query heads share one
+// key/value head, which is what makes the 0.5B model's cache 7x smaller
+// than its query width. Token t sits at position pos+t and may look at
+// positions first..pos+t (causal; first is 0 unless the sequence started
+// later).
+static void attention(Net& net, int layer, const SeqRows& s) {
     const Config& c = net.model->cfg;
     int hd = c.head_dim, q_dim = c.n_heads * hd;
-    int T = seq.T, pos = seq.pos;
-    int first = seq.kv ? 0 : net.first_pos;
-    int kv_len = pos + T - first;  // keys visible to the last token
+    int kv_len = s.pos + s.T - s.kv.first;  // keys visible to the last token
     // [n_heads, T, kv_len]: the attention weights, kept only for a trace
     // (-vv, --report); otherwise nothing of size T x kv_len is stored.
     float* scores = g_watch_tensors ? net.scores.data() : nullptr;
-
-    DType kv_type = seq.kv ? pages->type : net.kv.type;
-    size_t elt = seq.kv ? pages->elt() : net.kv.elt();
-    size_t stride = (size_t)c.n_kv_heads * hd * elt;  // cache bytes from one position to the next
     const uint8_t *K, *V;
-    if (!seq.kv) {
-        K = net.kv.key(layer, first);
-        V = net.kv.value(layer, first);
-    } else {
-        grow_bytes(net.gk, kv_len * stride);
-        grow_bytes(net.gv, kv_len * stride);
-        for (int p = 0; p < kv_len; p += pages->block) {  // one block's run of positions at a time
-            size_t n = std::min(pages->block, kv_len - p) * stride;
-            std::memcpy(&net.gk[p * stride], kv_key(*pages, *seq.kv, layer, p), n);
-            std::memcpy(&net.gv[p * stride], kv_value(*pages, *seq.kv, layer, p), n);
-        }
-        K = net.gk.data();
-        V = net.gv.data();
-    }
-
+    kv_read(net, s.kv, layer, s.pos + s.T, &K, &V);
     // Every head and token at once (kernels.h: attention_heads): one query
     // per head in decode, tiles of queries against blocks of keys in prefill.
-    attention_heads(&net.att[(size_t)row0 * q_dim], scores, &net.q[(size_t)row0 * q_dim], K, V, stride, kv_type,
-                    c.n_heads, c.n_kv_heads, T, pos + 1 - first, hd);
-    WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
+    attention_heads(&net.att[(size_t)s.row0 * q_dim], scores, &net.q[(size_t)s.row0 * q_dim], K, V, s.kv.row_bytes,
+                    s.kv.type, c.n_heads, c.n_kv_heads, s.T, s.pos + 1 - s.kv.first, hd);
+    WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, kv_len);
 }
 
-static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs, int n_seqs, const int* tokens, int T,
-                                 const std::vector<int>& out_rows);
+void decoder_layer(Net& net, int l, const Rows& rows) {
+    const Config& c = net.model->cfg;
+    const LayerWeights& L = net.model->layers[l];
+    int T = rows.T, H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
+    float *x = net.x.data(), *xn = net.xn.data(), *q = net.q.data(), *k = net.k.data(), *v = net.v.data();
+    int pos = rows.pos[0];  // the probes name a step by its first row's position
+    PROBE_LAYER_BEGIN(l, x, T, H);
+
+    // --- attention block ---
+    for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
+    WATCH_TENSOR("attn_norm", l, pos, xn, T, H);
+    // q, k and v read the same xn: one pass over their rows (kernels.h:
+    // matmul_many), the same bits as three matmuls, one meeting of the threads.
+    MatmulOut qkv[3] = {{q, &L.wq, L.bq.data()},   // [T, q_dim]
+                        {k, &L.wk, L.bk.data()},   // [T, kv_dim]
+                        {v, &L.wv, L.bv.data()}};  // [T, kv_dim]
+    matmul_many(qkv, 3, xn, T);
+    WATCH_TENSOR("attn.q", l, pos, q, T, q_dim);
+    WATCH_TENSOR("attn.k", l, pos, k, T, kv_dim);
+    WATCH_TENSOR("attn.v", l, pos, v, T, kv_dim);
+    // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
+    // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
+    // growing with the size of the projections.
+    if (c.arch->qk_norm) {
+        for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(q + i * hd, q + i * hd, L.q_norm.data(), hd, c.eps);
+        for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(k + i * hd, k + i * hd, L.k_norm.data(), hd, c.eps);
+        WATCH_TENSOR("attn.q_norm", l, pos, q, T, q_dim);
+        WATCH_TENSOR("attn.k_norm", l, pos, k, T, kv_dim);
+    }
+    // Each row rotated by its own position, its keys and values into its sequence's cache.
+    for (int t = 0; t < T; t++) {
+        apply_rope(q + (size_t)t * q_dim, c.n_heads, hd, rows.pos[t], c.rope_theta);
+        apply_rope(k + (size_t)t * kv_dim, c.n_kv_heads, hd, rows.pos[t], c.rope_theta);
+        kv_store(rows.seqs[rows.seq[t]].kv, l, rows.pos[t], k + (size_t)t * kv_dim, v + (size_t)t * kv_dim);
+    }
+    WATCH_TENSOR("attn.q_rope", l, pos, q, T, q_dim);
+    WATCH_TENSOR("attn.k_rope", l, pos, k, T, kv_dim);
+    for (const SeqRows& s : rows.seqs) attention(net, l, s);  // each sequence over its own keys
+    WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
+    matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
+    WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
+    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
+
+    // --- MLP block (SwiGLU) ---
+    for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
+    WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
+    MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
+                            {net.up.data(), &L.w_up, nullptr}};     // [T, I]
+    matmul_many(gate_up, 2, xn, T);
+    WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
+    WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
+    // One exp per value, T x 4864 of them in a prefill: threads over the
+    // tokens (each value on its own, so the same bits on any thread count).
+    #pragma omp parallel for schedule(static) if (T > 1)
+    for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
+    WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
+    matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]
+    WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
+    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
+    WATCH_TENSOR("resid", l, pos, x, T, H);
+    PROBE_LAYER_END(l, x, T, H);
+}
+
+// The row table of a step, and the Net's scratch grown to its T rows.
+static Rows make_rows(Net& net, const std::vector<SeqRows>& seqs) {
+    const Config& c = net.model->cfg;
+    Rows rows;
+    rows.seqs = seqs;
+    size_t scores_size = 0;
+    for (size_t i = 0; i < seqs.size(); i++) {
+        rows.seqs[i].row0 = rows.T;
+        for (int t = 0; t < seqs[i].T; t++) {
+            rows.pos.push_back(seqs[i].pos + t);
+            rows.seq.push_back((int)i);
+        }
+        rows.T += seqs[i].T;
+        scores_size = std::max(scores_size, (size_t)c.n_heads * seqs[i].T * (seqs[i].pos + seqs[i].T - seqs[i].kv.first));
+    }
+    size_t T = rows.T, q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
+    grow(net.x, T * c.hidden);
+    grow(net.xn, T * c.hidden);
+    grow(net.q, T * q_dim);
+    grow(net.k, T * kv_dim);
+    grow(net.v, T * kv_dim);
+    grow(net.att, T * q_dim);
+    if (g_watch_tensors) grow(net.scores, scores_size);
+    grow(net.gate, T * c.intermediate);
+    grow(net.up, T * c.intermediate);
+    return rows;
+}
+
+// x = embed[tokens]: row `token` of the embedding matrix, one per row.
+static void embed(Net& net, const int* tokens, int T, int pos) {
+    const Model& m = *net.model;
+    for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[t], &net.x[(size_t)t * m.cfg.hidden]);
+    WATCH_TENSOR("embed", -1, pos, net.x.data(), T, m.cfg.hidden);
+}
+
+// The final norm and the LM head, only for the rows whose logits are
+// wanted (during a prefill only the last token's prediction is sampled).
+static const float* lm_head(Net& net, const Rows& rows, const std::vector<int>& out_rows) {
+    const Model& m = *net.model;
+    int H = m.cfg.hidden, n_out = (int)out_rows.size(), first = rows.pos[out_rows[0]];
+    for (int i = 0; i < n_out; i++)
+        rmsnorm(&net.xn[(size_t)i * H], &net.x[(size_t)out_rows[i] * H], m.final_norm.data(), H, m.cfg.eps);
+    WATCH_TENSOR("final_norm", -1, first, net.xn.data(), n_out, H);
+    grow(net.logits, (size_t)n_out * m.cfg.vocab);
+    matmul(net.logits.data(), net.xn.data(), m.lm_head, nullptr, n_out);  // [n_out, vocab]
+    WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, m.cfg.vocab);
+    return net.logits.data();
+}
 
 const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits) {
-    const Model& m = *net.model;
-    const Config& c = m.cfg;
+    const Config& c = net.model->cfg;
     if (T <= 0) fail("forward: no tokens");
     if (net.n_past == net.first_pos) net.first_pos = net.n_past = pos;  // empty cache: the sequence starts here
     if (pos < net.first_pos || pos > net.n_past)
@@ -134,27 +268,34 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         PROBE_FORWARD_END();
         return logits;
     }
-    BatchSeq one;  // one sequence in the Net's own cache
-    one.tokens = tokens;
+    SeqRows one;  // one sequence, in the Net's own cache
     one.T = T;
     one.pos = pos;
-    std::vector<int> out_rows;  // during prefill only the last token's prediction is ever sampled
+    one.kv = net_kv_view(net);
+    Rows rows = make_rows(net, {one});
+    std::vector<int> out_rows;
     for (int t = all_logits ? 0 : T - 1; t < T; t++) out_rows.push_back(t);
-    const float* logits = forward_rows(net, nullptr, &one, 1, tokens, T, out_rows);
+
+    PROBE_FORWARD_BEGIN(tokens, T, pos);  // -v timing, --report, --trace-json
+    embed(net, tokens, T, pos);
+    for (int l = 0; l < c.n_layers; l++) decoder_layer(net, l, rows);
+    const float* logits = lm_head(net, rows, out_rows);
+    PROBE_FORWARD_END();
     net.n_past = pos + T;
     return logits;
 }
 
-const float* forward_batch(Net& net, KVPages& pages, BatchSeq* seqs, int n_seqs) {
+const float* forward_batch(Net& net, const BatchSeq* seqs, int n_seqs) {
     const Config& c = net.model->cfg;
     if (g_device == Device::CUDA) fail("forward_batch: several sequences at once run on the CPU only");
     if (n_seqs <= 0) fail("forward_batch: no sequences");
     std::vector<int> tokens, out_rows;  // all rows in order; the rows whose logits are wanted
-    int blocks_needed = 0;
+    std::vector<SeqRows> runs;
     for (int i = 0; i < n_seqs; i++) {
         const BatchSeq& s = seqs[i];
-        if (s.T <= 0 || !s.kv) fail("forward_batch: sequence %d has no tokens or no block table", i);
-        if (s.pos != s.kv->n_pos) fail("forward_batch: sequence %d continues at %d but holds %d positions", i, s.pos, s.kv->n_pos);
+        if (s.T <= 0 || !s.kv.blocks) fail("forward_batch: sequence %d has no tokens or no cache", i);
+        if (s.pos < s.kv.first || s.pos + s.T > s.kv.n_pos)
+            fail("forward_batch: sequence %d's positions %d..%d do not fit its cache", i, s.pos, s.pos + s.T - 1);
         if (s.pos + s.T > c.max_pos) fail("context full: %d + %d tokens exceed max_position_embeddings (%d)", s.pos, s.T, c.max_pos);
         for (int t = 0; t < s.T; t++) {
             if (s.tokens[t] < 0 || s.tokens[t] >= c.vocab)
@@ -162,123 +303,19 @@ const float* forward_batch(Net& net, KVPages& pages, BatchSeq* seqs, int n_seqs)
             tokens.push_back(s.tokens[t]);
         }
         if (s.logits) out_rows.push_back((int)tokens.size() - 1);
-        blocks_needed += kv_blocks_for(pages, s.pos + s.T) - (int)s.kv->blocks.size();
+        SeqRows r;
+        r.T = s.T;
+        r.pos = s.pos;
+        r.kv = s.kv;
+        runs.push_back(r);
     }
-    if (blocks_needed > kv_blocks_free(pages))
-        fail("KV pages: the batch needs %d more blocks, %d are free", blocks_needed, kv_blocks_free(pages));
-    for (int i = 0; i < n_seqs; i++) kv_seq_grow(pages, *seqs[i].kv, seqs[i].pos + seqs[i].T);
     if (out_rows.empty()) out_rows.push_back((int)tokens.size() - 1);  // the logits buffer always holds a row
-    return forward_rows(net, &pages, seqs, n_seqs, tokens.data(), (int)tokens.size(), out_rows);
-}
+    Rows rows = make_rows(net, runs);
 
-// The layers, for T rows from n_seqs sequences (the checks are done).
-static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs, int n_seqs, const int* tokens, int T,
-                                 const std::vector<int>& out_rows) {
-    const Model& m = *net.model;
-    const Config& c = m.cfg;
-    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
-    int pos = seqs[0].pos;  // for the trace: where the first sequence's rows start
-    // Row t of the batch is token row_pos[t] of sequence row_seq[t].
-    std::vector<int> row_seq, row_pos;
-    size_t scores_size = 0;
-    for (int i = 0; i < n_seqs; i++) {
-        for (int t = 0; t < seqs[i].T; t++) {
-            row_seq.push_back(i);
-            row_pos.push_back(seqs[i].pos + t);
-        }
-        int first = seqs[i].kv ? 0 : net.first_pos;
-        scores_size = std::max(scores_size, (size_t)c.n_heads * seqs[i].T * (seqs[i].pos + seqs[i].T - first));
-    }
-
-    grow(net.x, (size_t)T * H);
-    grow(net.xn, (size_t)T * H);
-    grow(net.q, (size_t)T * q_dim);
-    grow(net.k, (size_t)T * kv_dim);
-    grow(net.v, (size_t)T * kv_dim);
-    grow(net.att, (size_t)T * q_dim);
-    if (g_watch_tensors) grow(net.scores, scores_size);
-    grow(net.gate, (size_t)T * I);
-    grow(net.up, (size_t)T * I);
-    float *x = net.x.data(), *xn = net.xn.data();
-
-    PROBE_FORWARD_BEGIN(tokens, T, pos);  // -v timing, --report, --trace-json
-    // Embedding: row `token` of the embedding matrix.
-    for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[t], x + (size_t)t * H);
-    WATCH_TENSOR("embed", -1, pos, x, T, H);
-
-    for (int l = 0; l < c.n_layers; l++) {
-        const LayerWeights& L = m.layers[l];
-        PROBE_LAYER_BEGIN(l, x, T, H);
-
-        // --- attention block ---
-        for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
-        WATCH_TENSOR("attn_norm", l, pos, xn, T, H);
-        // q, k and v read the same xn: one pass over their rows (kernels.h:
-        // matmul_many), the same bits as three matmuls, one meeting of the threads.
-        MatmulOut qkv[3] = {{net.q.data(), &L.wq, L.bq.data()},   // [T, q_dim]
-                            {net.k.data(), &L.wk, L.bk.data()},   // [T, kv_dim]
-                            {net.v.data(), &L.wv, L.bv.data()}};  // [T, kv_dim]
-        matmul_many(qkv, 3, xn, T);
-        WATCH_TENSOR("attn.q", l, pos, net.q.data(), T, q_dim);
-        WATCH_TENSOR("attn.k", l, pos, net.k.data(), T, kv_dim);
-        WATCH_TENSOR("attn.v", l, pos, net.v.data(), T, kv_dim);
-        // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
-        // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
-        // growing with the size of the projections.
-        if (c.arch->qk_norm) {
-            for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(&net.q[i * hd], &net.q[i * hd], L.q_norm.data(), hd, c.eps);
-            for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(&net.k[i * hd], &net.k[i * hd], L.k_norm.data(), hd, c.eps);
-            WATCH_TENSOR("attn.q_norm", l, pos, net.q.data(), T, q_dim);
-            WATCH_TENSOR("attn.k_norm", l, pos, net.k.data(), T, kv_dim);
-        }
-        for (int t = 0; t < T; t++) {
-            const BatchSeq& s = seqs[row_seq[t]];
-            int p = row_pos[t];
-            apply_rope(&net.q[(size_t)t * q_dim], c.n_heads, hd, p, c.rope_theta);
-            apply_rope(&net.k[(size_t)t * kv_dim], c.n_kv_heads, hd, p, c.rope_theta);
-            if (s.kv) {
-                store_kv_row(kv_key(*pages, *s.kv, l, p), &net.k[(size_t)t * kv_dim], kv_dim, pages->type);
-                store_kv_row(kv_value(*pages, *s.kv, l, p), &net.v[(size_t)t * kv_dim], kv_dim, pages->type);
-            } else {
-                store_kv_row(net.kv.key(l, p), &net.k[(size_t)t * kv_dim], kv_dim, net.kv.type);
-                store_kv_row(net.kv.value(l, p), &net.v[(size_t)t * kv_dim], kv_dim, net.kv.type);
-            }
-        }
-        WATCH_TENSOR("attn.q_rope", l, pos, net.q.data(), T, q_dim);
-        WATCH_TENSOR("attn.k_rope", l, pos, net.k.data(), T, kv_dim);
-        for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i++].T) attention(net, l, seqs[i], row0, pages);
-        WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
-        matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
-        WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
-        for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
-
-        // --- MLP block (SwiGLU) ---
-        for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
-        WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
-        MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
-                                {net.up.data(), &L.w_up, nullptr}};     // [T, I]
-        matmul_many(gate_up, 2, xn, T);
-        WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
-        WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
-        // One exp per value, T x 4864 of them in a prefill: threads over the
-        // tokens (each value on its own, so the same bits on any thread count).
-        #pragma omp parallel for schedule(static) if (T > 1)
-        for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
-        WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
-        matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]
-        WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
-        for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
-        WATCH_TENSOR("resid", l, pos, x, T, H);
-        PROBE_LAYER_END(l, x, T, H);
-    }
-
-    // Final norm and LM head, only for the rows whose logits are wanted.
-    int n_out = (int)out_rows.size(), first = row_pos[out_rows[0]];
-    for (int i = 0; i < n_out; i++) rmsnorm(xn + (size_t)i * H, x + (size_t)out_rows[i] * H, m.final_norm.data(), H, c.eps);
-    WATCH_TENSOR("final_norm", -1, first, xn, n_out, H);
-    grow(net.logits, (size_t)n_out * c.vocab);
-    matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out);  // [n_out, vocab]
-    WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, c.vocab);
+    PROBE_FORWARD_BEGIN(tokens.data(), rows.T, seqs[0].pos);  // -v timing, --report, --trace-json
+    embed(net, tokens.data(), rows.T, seqs[0].pos);
+    for (int l = 0; l < c.n_layers; l++) decoder_layer(net, l, rows);
+    const float* logits = lm_head(net, rows, out_rows);
     PROBE_FORWARD_END();
-    return net.logits.data();
+    return logits;
 }

@@ -3,7 +3,6 @@
 #include <memory>
 #include <vector>
 #include "model.h"
-#include "kv_pages.h"
 
 // Keys and values of every past position, so a new token attends to the
 // prompt without recomputing it. Layout: [n_layers, n_ctx, n_kv_heads*head_dim].
@@ -39,7 +38,7 @@ struct Net {
     LineVector<float> scores;    // [n_heads, T, n_past+T-first_pos]  attention weights, for a trace only
     LineVector<float> gate, up;  // [T, intermediate]
     LineVector<float> logits;    // [T or 1, vocab]
-    LineVector<uint8_t> gk, gv;  // one paged sequence's keys and values gathered into one run (forward_batch)
+    LineVector<uint8_t> gk, gv;  // a sequence's keys and values gathered from its blocks into one run (kv_read)
     std::shared_ptr<struct CudaNet> cuda;  // weights, cache and scratch on the GPU (net_cuda.cpp), --device cuda
 };
 
@@ -63,21 +62,73 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
 const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_logits);
 
 // ---------------------------------------------------------------------------
+// One sequence's keys and values, wherever they are stored. The layer
+// writes and attention reads through this view, so neither knows whether
+// the sequence has a cache of its own or pages of a pool shared with
+// others. Storage is blocks of `block` positions; the sequence's blocks, in
+// order, are blocks[0], blocks[1], ...; position p of layer l starts at byte
+//
+//   blocks[p / block] * block_bytes + (l * block + p % block) * row_bytes
+//
+// of k (its values: of v). The Net's own cache is one block of n_ctx
+// positions (net.cpp: the view of net.kv); a sequence in the server's pool
+// is its block table (kv_pages.h: kv_seq_view).
+struct KVView {
+    uint8_t *k = nullptr, *v = nullptr;
+    DType type = DType::F32;      // as stored: f32, f16 or bf16
+    int first = 0;                // positions first..n_pos-1 have room; first
+    int n_pos = 0;                // is 0 unless the sequence started later
+    int block = 0;                // positions per block
+    const int* blocks = nullptr;  // the sequence's blocks, in order
+    size_t row_bytes = 0;         // one position of one layer: n_kv_heads*head_dim values of `type`
+    size_t block_bytes = 0;       // one block: every layer's `block` positions
+};
+// Store position pos's keys and values of one layer (n_kv_heads*head_dim
+// floats each), rounded to the view's type.
+void kv_store(const KVView& kv, int layer, int pos, const float* k, const float* v);
+// Layer `layer`'s keys (*K) and values (*V) of positions first..end-1 as one
+// run, one position every row_bytes: where they lie when they share a block,
+// else gathered block by block into net.gk and net.gv (a little bandwidth;
+// the attention kernels stay the one-run ones).
+void kv_read(Net& net, const KVView& kv, int layer, int end, const uint8_t** K, const uint8_t** V);
+
+// The rows of one step, built once per forward call: row t of the batch
+// (net.x, net.q, ...) is at position pos[t] of sequence seq[t]. One
+// sequence's rows are consecutive.
+struct SeqRows {
+    int row0 = 0, T = 0;  // rows row0..row0+T-1 of the batch
+    int pos = 0;          // at positions pos..pos+T-1
+    KVView kv;            // its keys and values
+};
+struct Rows {
+    int T = 0;                  // rows in all
+    std::vector<int> pos, seq;  // per row: its position, its sequence (an index into seqs)
+    std::vector<SeqRows> seqs;
+};
+
+// One decoder layer over the T rows of a step: the residual stream net.x
+// [T, hidden] goes through attention and the MLP of layer `layer`, in
+// place. Every row goes through each weight matrix together, whichever
+// sequence it belongs to; only attention runs per sequence, over its own
+// keys. The layer exercise (chapters/layer) swaps a student's in for it.
+void decoder_layer(Net& net, int layer, const Rows& rows);
+
+// ---------------------------------------------------------------------------
 // Several sequences in one call (the server's continuous batching).
 //
 // Sequence i brings T_i tokens at positions pos_i..pos_i+T_i-1 and keeps its
-// keys and values in its own pages of a shared pool. The rows of all
-// sequences go through every weight matrix together — one read of the
-// weights for the whole batch — and only attention runs per sequence, each
-// over its own cache. A matrix product sums each row in one order whatever
-// the batch (kernels_fast.cpp), so a sequence's logits are the same bits
-// alone or among others.
+// keys and values where its view says (kv_pages.h: one pool of pages for
+// them all). The rows of all sequences go through every weight matrix
+// together — one read of the weights for the whole batch — and only
+// attention runs per sequence, each over its own cache. A matrix product
+// sums each row in one order whatever the batch (kernels_fast.cpp), so a
+// sequence's logits are the same bits alone or among others.
 struct BatchSeq {
     const int* tokens = nullptr;
     int T = 0, pos = 0;     // pos: positions already in its cache (a new sequence: 0)
-    KVSeq* kv = nullptr;    // its block table; grown here to pos+T positions
+    KVView kv;              // its keys and values, with room for pos+T positions (kv_pages.h: kv_batch_reserve)
     bool logits = false;    // wanted: the logits of its last row
 };
 // Returns the logits of the sequences that want them, in order: [n_wanted,
-// vocab]. Throws LanternError when the pool has no room (nothing is run).
-const float* forward_batch(Net& net, KVPages& pages, BatchSeq* seqs, int n_seqs);
+// vocab].
+const float* forward_batch(Net& net, const BatchSeq* seqs, int n_seqs);

@@ -215,6 +215,7 @@ bool scheduler_step(Scheduler& s) {
         if (slot.req) view[i] = {true, slot.req->id, (int)slot.req->prompt.size(), slot.prefilled, slot.next >= 0};
     }
     std::vector<BatchSeq> batch;
+    std::vector<KVSeq*> tables;  // batch[i]'s block table
     std::vector<Slot*> who;
     for (const StepRows& p : plan_step(view, s.batch_tokens)) {
         Slot& slot = s.slots[p.slot];
@@ -222,9 +223,9 @@ bool scheduler_step(Scheduler& s) {
         b.tokens = view[p.slot].decoding ? &slot.next : slot.req->prompt.data() + slot.prefilled;
         b.T = p.n;
         b.pos = slot.kv.n_pos;
-        b.kv = &slot.kv;
         b.logits = p.logits;
         batch.push_back(b);
+        tables.push_back(&slot.kv);
         who.push_back(&slot);
     }
     if (batch.empty()) return false;
@@ -237,7 +238,8 @@ bool scheduler_step(Scheduler& s) {
     rec.t0_us = trace_now_us();
     const float* logits = nullptr;
     try {
-        logits = forward_batch(*s.net, s.pages, batch.data(), (int)batch.size());
+        kv_batch_reserve(s.pages, tables.data(), batch.data(), (int)batch.size());
+        logits = forward_batch(*s.net, batch.data(), (int)batch.size());
     } catch (const LanternError& e) {  // cannot happen with the promises above; never silently
         LOGE(CAT_SERVER, "batch of %zu sequences: %s", batch.size(), e.what());
         for (Slot* slot : who) finish(s, *slot, e.what(), 500);

@@ -26,13 +26,6 @@
 #                  to f_reference or f_student, so it can compare the two on
 #                  the same inputs and run the whole engine once with each.
 #
-# One exercise writes a function the engine does not have as one piece
-# (its engine file is "-" in the table): one decoder layer, which
-# net.cpp:forward_rows runs inline. There is no reference copy: the checker
-# compares with what the engine itself computes or does, and --solution
-# builds tests/data/exercise_solutions/NAME.cpp (written from the engine's
-# code) in the stub's place.
-#
 # A C++ name in an object file is "mangled": _Z, the length of the name,
 # the name, then the argument types (rmsnorm(float*, ...) is
 # _Z7rmsnormPfPKfS1_if). Renaming f to f_student is rewriting that prefix.
@@ -50,13 +43,13 @@ rng          sampler.cpp    rng_next rng_uniform sample_roulette
 top-p        sampler.cpp    apply_top_p
 q8_0         kernels.cpp    quantize_row_q8_0
 tiled-matmul kernels.cpp    matmul_plain
-layer        -              decoder_layer
+layer        net.cpp        decoder_layer
 scheduler    scheduler.cpp  plan_step
 q4           quants.cpp     dequantize_block_q4_0 dequantize_block_q4_k
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"
-    echo "$table" | awk 'NF { f = $3; for (i = 4; i <= NF; i++) f = f " " $i; printf "    %-12s %s: %s\n", $1, ($2 == "-" ? "(inline in the engine)" : $2), f }'
+    echo "$table" | awk 'NF { f = $3; for (i = 4; i <= NF; i++) f = f " " $i; printf "    %-12s %s: %s\n", $1, $2, f }'
     exit 2
 }
 ex=${1:-}
@@ -99,36 +92,28 @@ renamed() {
     done
 }
 
-if [ "$src" = - ]; then echo "== exercise $ex: $funcs (inline in the engine: no engine function to swap)"
-else echo "== exercise $ex: $funcs (from $src)"; fi
+echo "== exercise $ex: $funcs (from $src)"
 
 # The engine's file, compiled once (shared by the exercises of one file),
 # and its three copies.
-engine_objs=()
-if [ "$src" != - ]; then
-    pic=build/exercise/$base.pic.o
-    if stale "$pic" "$src" $headers; then
-        echo "   compiling $src (-fPIC)"
-        $CXX $CXXFLAGS -fPIC -I. -c -o "$pic.tmp" "$src"
-        mv "$pic.tmp" "$pic"
-    fi
-    weaken=()
-    for f in $funcs; do weaken+=(--weaken-symbol="_Z${#f}$f*"); done
-    objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$base.engine.o"
-    objcopy $(renamed _reference "$pic") --weaken "$pic" "$dir/reference.o"
-    engine_objs=("$dir/reference.o" "$dir/$base.engine.o")
+pic=build/exercise/$base.pic.o
+if stale "$pic" "$src" $headers; then
+    echo "   compiling $src (-fPIC)"
+    $CXX $CXXFLAGS -fPIC -I. -c -o "$pic.tmp" "$src"
+    mv "$pic.tmp" "$pic"
 fi
+weaken=()
+for f in $funcs; do weaken+=(--weaken-symbol="_Z${#f}$f*"); done
+objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$base.engine.o"
+objcopy $(renamed _reference "$pic") --weaken "$pic" "$dir/reference.o"
+engine_objs=("$dir/reference.o" "$dir/$base.engine.o")
 
-if [ $solution = 1 ] && [ "$src" != - ]; then
+if [ $solution = 1 ]; then
     echo "   SOLUTION=1: the engine's own $funcs stand in for the stub"
     objcopy $(renamed _student "$pic") --weaken "$pic" "$dir/solution.o"
     student=$dir/solution.o
 else
     stub=${STUB:-chapters/$ex/stub.cpp}    # STUB=file: another attempt (tests/check_exercises.sh)
-    if [ $solution = 1 ]; then
-        stub=tests/data/exercise_solutions/$ex.cpp
-        echo "   SOLUTION=1: $stub (the engine's code as one function) stands in for the stub"
-    fi
     stub_o=$dir/$(basename "$stub" .cpp).o
     if stale "$stub_o" "$stub" $headers; then
         echo "   compiling $stub"

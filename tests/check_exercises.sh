@@ -4,10 +4,9 @@
 # For each exercise under chapters/ (chapters/README.md):
 #   - the untouched stub.cpp must build and its checker must say NOT YET
 #     (exit 1): a checker that passes a stub checks nothing;
-#   - the engine's own function in the stub's place (SOLUTION=1; for an
-#     exercise the engine runs inline, tests/data/exercise_solutions/NAME.cpp)
-#     must build and its checker must say PASS (exit 0): a checker that
-#     fails the real code is wrong;
+#   - the engine's own function in the stub's place (SOLUTION=1) must build
+#     and its checker must say PASS (exit 0): a checker that fails the real
+#     code is wrong;
 #   - other correct versions (tests/data/exercise_solutions/) must pass too;
 #   - a known slip (tests/data/exercise_slips/) must fail with a message
 #     that names it.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "generate.h"
+#include "kv_pages.h"
 
 static Config small_config() {
     Config c;
@@ -48,6 +49,14 @@ TEST_CASE("KV pages: blocks are taken as positions appear and all come back") {
     CHECK(kv_value(kv, a, 1, 16) == &kv.v[(((size_t)a.blocks[1] * kv.n_layers + 1) * kv.block + 0) * row]);
     CHECK(kv_key(kv, a, 0, 3) == &kv.k[(((size_t)a.blocks[0] * kv.n_layers + 0) * kv.block + 3) * row]);
     CHECK_THROWS_AS(kv_key(kv, a, 0, 17), LanternError);  // past what it holds
+    // The forward pass's view of a (net.h: KVView) finds the same rows.
+    KVView view = kv_seq_view(kv, a);
+    std::vector<float> key(kv.kv_dim), value(kv.kv_dim);
+    for (int i = 0; i < kv.kv_dim; i++) key[i] = 1.0f + i, value[i] = -1.0f - i;
+    kv_store(view, 1, 16, key.data(), value.data());
+    CHECK(std::memcmp(kv_key(kv, a, 1, 16), key.data(), row) == 0);
+    CHECK(std::memcmp(kv_value(kv, a, 1, 16), value.data(), row) == 0);
+    CHECK_THROWS_AS(kv_store(view, 0, 17, key.data(), value.data()), LanternError);  // past what it holds
     kv_seq_free(kv, a);
     CHECK(a.blocks.empty());
     CHECK(kv_blocks_free(kv) == 2);
@@ -141,6 +150,7 @@ static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_ty
     int compared = 0;
     for (int step = 0; step < 100; step++) {
         std::vector<BatchSeq> batch;
+        std::vector<KVSeq*> tables;
         std::vector<int> who;
         for (size_t i = 0; i < feeds.size(); i++) {
             int left = (int)feeds[i].tokens.size() - done[i];
@@ -149,13 +159,14 @@ static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_ty
             s.tokens = feeds[i].tokens.data() + done[i];
             s.T = std::min(feeds[i].chunk, left);
             s.pos = done[i];
-            s.kv = &kv[i];
             s.logits = true;
             batch.push_back(s);
+            tables.push_back(&kv[i]);
             who.push_back((int)i);
         }
         if (batch.empty()) break;
-        const float* l = forward_batch(net, pages, batch.data(), (int)batch.size());
+        kv_batch_reserve(pages, tables.data(), batch.data(), (int)batch.size());
+        const float* l = forward_batch(net, batch.data(), (int)batch.size());
         for (size_t j = 0; j < batch.size(); j++) {
             int i = who[j], last = done[i] + batch[j].T - 1;
             INFO("sequence " << i << " position " << last << " step " << step);
@@ -194,13 +205,14 @@ TEST_CASE("forward_batch: a batch that needs more blocks than are free is refuse
     BatchSeq s[2];
     s[0].tokens = s[1].tokens = toks.data();
     s[0].T = s[1].T = 12;
-    s[0].kv = &a;
-    s[1].kv = &b;
-    CHECK_THROWS_WITH_AS(forward_batch(net, pages, s, 2), doctest::Contains("needs 4 more blocks, 2 are free"), LanternError);
+    KVSeq* tables[2] = {&a, &b};
+    CHECK_THROWS_WITH_AS(kv_batch_reserve(pages, tables, s, 2), doctest::Contains("needs 4 more blocks, 2 are free"),
+                         LanternError);
     CHECK(a.blocks.empty());
     CHECK(b.blocks.empty());
     CHECK(kv_blocks_free(pages) == 2);
-    forward_batch(net, pages, s, 1);  // one fits
+    kv_batch_reserve(pages, tables, s, 1);  // one fits
+    forward_batch(net, s, 1);
     CHECK(a.n_pos == 12);
     CHECK(kv_blocks_free(pages) == 0);
 }

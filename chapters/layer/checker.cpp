@@ -1,46 +1,84 @@
 // chapters/layer/checker.cpp — the student's decoder_layer against the
-// engine's own layer 0 of models/tiny.
+// engine's own (net.cpp:decoder_layer), on models/tiny.
 //
-// The engine runs forward() as usual; the probe listener that --report uses
-// (logging.h: ProbeListener) hands this checker every tensor net.cpp names
-// with WATCH_TENSOR, so the student's buffers are compared with the
-// engine's, step by step: the first one that differs names the step. Then
-// the student's layer, stacked over all layers, must give the engine's
-// logits. Plain kernels on both sides: the same calls in the same order
-// give the same bits, and a float tolerance leaves room for another order.
+// The engine's forward() and forward_batch() call decoder_layer for every
+// layer; this checker defines it, and sends each call to the engine's copy
+// (decoder_layer_reference) or the student's (decoder_layer_student). Two
+// Nets run the same tokens, one with each, and after layer 0 the checker
+// keeps each one's buffers (net.q, net.k, ... as net.h describes them), so
+// the student's are compared with the engine's step by step: the first one
+// that differs names the step. The probe listener that --report uses
+// (logging.h: ProbeListener) hands it the engine's intermediates too (the q
+// before RoPE, ...), to say what went wrong. Then the whole model, with the
+// student's layer in every layer, must give the engine's logits, for one
+// sequence and for a batch of sequences in a paged pool. Plain kernels on
+// both sides: the same calls in the same order give the same bits, and a
+// float tolerance leaves room for another order.
 #include <map>
 #include "../checker_common.h"
-#include "layer.h"
+#include "kv_pages.h"
 
-void decoder_layer_student(float* x, int T, int pos, const Config& c, const LayerWeights& L, LayerCache& cache,
-                           LayerBuffers& b);
+void decoder_layer_student(Net& net, int layer, const Rows& rows);
+void decoder_layer_reference(Net& net, int layer, const Rows& rows);
 
-// The engine's tensors of the last forward call: layer 0's, and the embedding.
+// The engine's tensors of the last reference call: layer 0's, and the embedding.
 static std::map<std::string, std::vector<float>> g_seen;
 static void on_tensor(const char* name, int layer, int, const float* data, int rows, int cols) {
     if (layer == 0 || !strcmp(name, "embed")) g_seen[name].assign(data, data + (size_t)rows * cols);
 }
 static const ProbeListener LISTENER = {nullptr, nullptr, nullptr, on_tensor};
 
-static LayerBuffers buffers(const Config& c, int T, int n_ctx) {
-    LayerBuffers b;
-    size_t q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
-    b.h.assign((size_t)T * c.hidden, 0);
-    b.q.assign(T * q_dim, 0);
-    b.k.assign(T * kv_dim, 0);
-    b.v.assign(T * kv_dim, 0);
-    b.att.assign(T * q_dim, 0);
-    b.scores.assign(n_ctx, 0);
-    b.gate.assign((size_t)T * c.intermediate, 0);
-    b.up.assign((size_t)T * c.intermediate, 0);
-    return b;
+// Each side's buffers after its layer 0 of the last call: [Reference, Student].
+static std::map<std::string, std::vector<float>> g_after[2];
+static std::vector<float> take(const LineVector<float>& v, size_t n) { return std::vector<float>(v.begin(), v.begin() + n); }
+static void keep_layer0(Net& net, const Rows& rows, std::map<std::string, std::vector<float>>& out) {
+    const Config& c = net.model->cfg;
+    size_t T = rows.T, q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
+    out["q"] = take(net.q, T * q_dim);
+    out["k"] = take(net.k, T * kv_dim);
+    out["v"] = take(net.v, T * kv_dim);
+    out["att"] = take(net.att, T * q_dim);
+    out["up"] = take(net.up, T * c.intermediate);
+    out["gate"] = take(net.gate, T * c.intermediate);
+    out["x"] = take(net.x, T * c.hidden);
+    // The cache rows this call wrote (f32 here): every row's keys, then its values.
+    std::vector<float> keys, values;
+    for (const SeqRows& s : rows.seqs) {
+        const uint8_t *K, *V;
+        kv_read(net, s.kv, 0, s.pos + s.T, &K, &V);
+        const float* k = (const float*)(K + (s.pos - s.kv.first) * s.kv.row_bytes);
+        const float* v = (const float*)(V + (s.pos - s.kv.first) * s.kv.row_bytes);
+        keys.insert(keys.end(), k, k + s.T * kv_dim);
+        values.insert(values.end(), v, v + s.T * kv_dim);
+    }
+    keys.insert(keys.end(), values.begin(), values.end());
+    out["the cache"] = keys;
 }
-static LayerCache new_cache(const Config& c, int n_ctx) {
-    LayerCache k;
-    k.k.assign((size_t)n_ctx * c.n_kv_heads * c.head_dim, 0);
-    k.v = k.k;
-    return k;
+
+// The engine calls this for every layer: the side in g_side runs it.
+void decoder_layer(Net& net, int layer, const Rows& rows) {
+    if (g_side == Side::Reference) decoder_layer_reference(net, layer, rows);
+    else decoder_layer_student(net, layer, rows);
+    if (layer == 0) keep_layer0(net, rows, g_after[(int)g_side]);
 }
+
+// forward() on the engine's side (its tensors seen by the listener), then on the student's.
+static const float* forward_reference(Net& net, const std::vector<int>& tokens, int pos) {
+    g_side = Side::Reference;
+    g_seen.clear();
+    g_watch_tensors = true;
+    g_probe_listener = &LISTENER;
+    const float* r = forward(net, tokens.data(), (int)tokens.size(), pos, false);
+    g_watch_tensors = false;
+    g_probe_listener = nullptr;
+    return r;
+}
+static const float* forward_student(Net& net, const std::vector<int>& tokens, int pos) {
+    g_side = Side::Student;
+    const float* r = forward(net, tokens.data(), (int)tokens.size(), pos, false);
+    return r;
+}
+
 static bool close(const std::vector<float>& got, const std::vector<float>& want) { return compare(want, got, 2e-5).empty(); }
 
 // v minus its bias, row by row; then (when heads > 0) rotated at positions p0 + t.
@@ -116,94 +154,78 @@ static std::string diagnose(const std::string& buf, const std::vector<float>& go
     return "the MLP's inputs are right, so the end is wrong: x = x + gate W_down (W_down has no bias).";
 }
 
-// One call of the layer: the engine's forward and the student's layer on the same tokens.
-static void run_case(Group& g, const Model& m, Net& net, LayerCache& cache, int n_ctx, const std::vector<int>& tokens,
-                     int pos) {
-    const Config& c = m.cfg;
-    int T = (int)tokens.size(), kv_dim = c.n_kv_heads * c.head_dim;
+// One call of the layer: the engine's forward and the student's on the same tokens.
+static void run_case(Group& g, const Model& m, Net& ref, Net& stu, const std::vector<int>& tokens, int pos) {
+    int T = (int)tokens.size();
     g.start(T == 1 ? fmt("1 token at position %d", pos) : fmt("%d tokens at positions %d..%d", T, pos, pos + T - 1));
-    g_seen.clear();
-    g_watch_tensors = true;
-    g_probe_listener = &LISTENER;
-    forward(net, tokens.data(), T, pos, false);
-    g_watch_tensors = false;
-    g_probe_listener = nullptr;
-    std::vector<float> x_in = g_seen["embed"], x = x_in;
-    LayerBuffers b = buffers(c, T, n_ctx);
-    decoder_layer_student(x.data(), T, pos, c, m.layers[0], cache, b);
-    std::vector<float> kv_got(cache.k.begin() + (size_t)pos * kv_dim, cache.k.begin() + (size_t)(pos + T) * kv_dim);
-    kv_got.insert(kv_got.end(), cache.v.begin() + (size_t)pos * kv_dim, cache.v.begin() + (size_t)(pos + T) * kv_dim);
-    std::vector<float> kv_want = g_seen["attn.k_rope"];
-    kv_want.insert(kv_want.end(), g_seen["attn.v"].begin(), g_seen["attn.v"].end());
-    struct Step { const char* buf; const std::vector<float>& got; const std::vector<float>& want; };
-    Step steps[] = {{"q", b.q, g_seen["attn.q_rope"]}, {"k", b.k, g_seen["attn.k_rope"]}, {"v", b.v, g_seen["attn.v"]},
-                    {"the cache", kv_got, kv_want}, {"att", b.att, g_seen["attn.out"]}, {"up", b.up, g_seen["mlp.up"]},
-                    {"gate", b.gate, g_seen["mlp.act"]}, {"x", x, g_seen["resid"]}};
-    for (const Step& st : steps) {
-        std::string d = compare(st.want, st.got, 2e-5);
+    forward_reference(ref, tokens, pos);
+    forward_student(stu, tokens, pos);
+    std::vector<float> x_in = g_seen["embed"];
+    auto& want = g_after[(int)Side::Reference];
+    auto& got = g_after[(int)Side::Student];
+    for (const char* buf : {"q", "k", "v", "the cache", "att", "up", "gate", "x"}) {
+        std::string d = compare(want[buf], got[buf], 2e-5);
         if (d.empty()) continue;
-        bool stub = x == x_in;
-        return g.fail(std::string(st.buf) + " (the first buffer that differs from the engine's): " + d,
-                      stub ? "x came back unchanged: is it still the stub?" : diagnose(st.buf, st.got, x_in, m, T, pos));
+        bool stub = got["x"] == x_in;
+        return g.fail(std::string(buf) + " (the first buffer that differs from the engine's): " + d,
+                      stub ? "x came back unchanged: is it still the stub?" : diagnose(buf, got[buf], x_in, m, T, pos));
     }
 }
 
 int main() {
-    checker_begin("layer", "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own layer 0");
+    checker_begin("layer", "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own");
     kernels_init(KernelSet::Plain, 1);
     Model m;
     Tokenizer tok;
     Group setup("models/tiny");
     if (!load_tiny(setup, m, tok) || !setup.end()) return finish("layer");
+    const Config& c = m.cfg;
     const int n_ctx = 64;
 
     Group one("one token at position 0: attention over itself");
     {
-        Net net;
-        net_init(net, m, n_ctx);
-        LayerCache cache = new_cache(m.cfg, n_ctx);
-        run_case(one, m, net, cache, n_ctx, {9707}, 0);
+        Net ref, stu;
+        net_init(ref, m, n_ctx);
+        net_init(stu, m, n_ctx);
+        run_case(one, m, ref, stu, {9707}, 0);
     }
     one.end();
 
     // One sequence through three groups: a prompt, a second chunk, decode.
-    Net net;
-    net_init(net, m, n_ctx);
-    LayerCache cache = new_cache(m.cfg, n_ctx);
+    Net ref, stu;
+    net_init(ref, m, n_ctx);
+    net_init(stu, m, n_ctx);
     Group prompt("a 5-token prompt at positions 0..4 (causal: each token sees the ones before it)");
-    run_case(prompt, m, net, cache, n_ctx, {785, 1156, 315, 279, 1879}, 0);
+    run_case(prompt, m, ref, stu, {785, 1156, 315, 279, 1879}, 0);
     prompt.end();
     Group chunk("a second chunk of 3 tokens at positions 5..7 (the cache holds 0..4)");
-    run_case(chunk, m, net, cache, n_ctx, {374, 264, 3460}, 5);
+    run_case(chunk, m, ref, stu, {374, 264, 3460}, 5);
     chunk.end();
     Group decode("decode: one token a step at positions 8..11");
-    for (int p = 8; p < 12; p++) run_case(decode, m, net, cache, n_ctx, {1000 + 37 * p}, p);
+    for (int p = 8; p < 12; p++) run_case(decode, m, ref, stu, {1000 + 37 * p}, p);
     decode.end();
 
     Group e2e("end to end: your layer for all 4 layers of models/tiny, then the final norm and the LM head");
     {
-        const Config& c = m.cfg;
-        Net ref;
-        net_init(ref, m, n_ctx);
-        std::vector<LayerCache> caches(c.n_layers, new_cache(c, n_ctx));
+        Net r, s;
+        net_init(r, m, n_ctx);
+        net_init(s, m, n_ctx);
         std::vector<int> tokens = tokenizer_encode(tok, "One layer, run four times, is the model.");
         int at = 0;
         for (int step = 0; step <= 6; step++) {
             int T = step == 0 ? (int)tokens.size() : 1;
             e2e.start(step == 0 ? fmt("the %d-token prompt", T) : fmt("decode step %d at position %d", step, at));
-            const float* r = forward(ref, &tokens[at], T, at, false);
-            std::vector<float> want(r, r + c.vocab), x((size_t)T * c.hidden);
-            for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[at + t], &x[(size_t)t * c.hidden]);
-            LayerBuffers b = buffers(c, T, n_ctx);
-            for (int l = 0; l < c.n_layers; l++) decoder_layer_student(x.data(), T, at, c, m.layers[l], caches[l], b);
-            std::vector<float> h(c.hidden), logits(c.vocab);
-            rmsnorm(h.data(), &x[(size_t)(T - 1) * c.hidden], m.final_norm.data(), c.hidden, c.eps);
-            matmul(logits.data(), h.data(), m.lm_head, nullptr, 1);
-            std::string d = compare(want, logits, 1e-4);
+            std::vector<int> chunk(tokens.begin() + at, tokens.begin() + at + T);
+            const float* lr = forward_reference(r, chunk, at);
+            std::vector<float> want(lr, lr + c.vocab);
+            const float* ls = forward_student(s, chunk, at);
+            std::vector<float> got(ls, ls + c.vocab);
+            std::string d = compare(want, got, 1e-4);
             if (!d.empty()) {
                 e2e.fail("the logits differ: " + d, g_groups_failed ? "fix the failures above first: they say which step."
                                                                     : "layer 0 is right but the stack is not? Use the "
-                                                                      "weights L you are given, never m.layers[0].");
+                                                                      "layer you are given (net.model->layers[layer]), "
+                                                                      "never layer 0's weights.");
                 break;
             }
             at += T;
@@ -211,5 +233,45 @@ int main() {
         }
     }
     e2e.end();
+
+    // The server's batch: rows of several sequences in one call, each at its
+    // own positions and with its own keys in a shared pool of pages
+    // (forward_batch, kv_pages.h). The same layer must serve it.
+    Group batch("a batch: two sequences in one call, each at its own positions, in a paged pool");
+    {
+        Net net;
+        net_init(net, m, 1);  // forward_batch uses only the Net's scratch
+        std::vector<int> a = tokenizer_encode(tok, "The first sequence is longer than a page of keys."), b = {9707, 11};
+        std::vector<float> want[2];
+        for (int side = 0; side < 2; side++) {
+            g_side = side ? Side::Student : Side::Reference;
+            KVPages pages;
+            kv_pages_init(pages, c, 128, DType::F32, 4);
+            KVSeq ka, kb;
+            BatchSeq s[2];
+            s[0].tokens = a.data();  // a's prompt alone first, then a's next 2 tokens with b's prompt
+            s[0].T = (int)a.size() - 2;
+            s[0].logits = true;
+            KVSeq* tables[2] = {&ka, &kb};
+            kv_batch_reserve(pages, tables, s, 1);
+            forward_batch(net, s, 1);
+            s[0].tokens = a.data() + a.size() - 2;
+            s[0].pos = (int)a.size() - 2;
+            s[0].T = 2;
+            s[1].tokens = b.data();
+            s[1].T = (int)b.size();
+            s[1].logits = true;
+            kv_batch_reserve(pages, tables, s, 2);
+            const float* l = forward_batch(net, s, 2);
+            want[side].assign(l, l + 2 * c.vocab);
+        }
+        batch.start(fmt("a's last 2 tokens at positions %d..%d beside b's 2 at 0..1", (int)a.size() - 2, (int)a.size() - 1));
+        std::string d = compare(want[0], want[1], 1e-4);
+        if (!d.empty())
+            batch.fail("the logits differ: " + d, "row t is at position rows.pos[t] of sequence rows.seq[t]: its keys "
+                                                  "and values go to that sequence's view (rows.seqs[rows.seq[t]].kv), "
+                                                  "and each sequence's rows attend only to its own keys.");
+    }
+    batch.end();
     return finish("layer");
 }
