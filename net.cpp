@@ -109,7 +109,7 @@ static void attention(Net& net, int layer, const BatchSeq& seq, int row0, KVPage
     // Every head and token at once (kernels.h: attention_heads): one query
     // per head in decode, tiles of queries against blocks of keys in prefill.
     attention_heads(&net.att[(size_t)row0 * q_dim], scores, &net.q[(size_t)row0 * q_dim], K, V, stride, kv_type,
-                    c.n_heads, c.n_kv_heads, T, pos + 1 - first, hd);
+                    c.n_heads, c.n_kv_heads, T, pos + 1 - first, hd, &net.kscratch);
     WATCH_TENSOR("attn.scores", layer, pos, scores, c.n_heads * T, kv_len);
 }
 
@@ -218,7 +218,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         MatmulOut qkv[3] = {{net.q.data(), &L.wq, L.bq.data()},   // [T, q_dim]
                             {net.k.data(), &L.wk, L.bk.data()},   // [T, kv_dim]
                             {net.v.data(), &L.wv, L.bv.data()}};  // [T, kv_dim]
-        matmul_many(qkv, 3, xn, T);
+        matmul_many(qkv, 3, xn, T, &net.kscratch);
         WATCH_TENSOR("attn.q", l, pos, net.q.data(), T, q_dim);
         WATCH_TENSOR("attn.k", l, pos, net.k.data(), T, kv_dim);
         WATCH_TENSOR("attn.v", l, pos, net.v.data(), T, kv_dim);
@@ -248,7 +248,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         WATCH_TENSOR("attn.k_rope", l, pos, net.k.data(), T, kv_dim);
         for (int i = 0, row0 = 0; i < n_seqs; row0 += seqs[i++].T) attention(net, l, seqs[i], row0, pages);
         WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
-        matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
+        matmul(xn, net.att.data(), L.wo, nullptr, T, &net.kscratch);  // [T, hidden], reuses xn
         WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
         for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
 
@@ -257,7 +257,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
         MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
                                 {net.up.data(), &L.w_up, nullptr}};     // [T, I]
-        matmul_many(gate_up, 2, xn, T);
+        matmul_many(gate_up, 2, xn, T, &net.kscratch);
         WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
         WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
         // One exp per value, T x 4864 of them in a prefill: threads over the
@@ -265,7 +265,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
         #pragma omp parallel for schedule(static) if (T > 1)
         for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
         WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
-        matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]
+        matmul(xn, net.gate.data(), L.w_down, nullptr, T, &net.kscratch);  // [T, hidden]
         WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
         for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
         WATCH_TENSOR("resid", l, pos, x, T, H);
@@ -277,7 +277,7 @@ static const float* forward_rows(Net& net, KVPages* pages, const BatchSeq* seqs,
     for (int i = 0; i < n_out; i++) rmsnorm(xn + (size_t)i * H, x + (size_t)out_rows[i] * H, m.final_norm.data(), H, c.eps);
     WATCH_TENSOR("final_norm", -1, first, xn, n_out, H);
     grow(net.logits, (size_t)n_out * c.vocab);
-    matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out);  // [n_out, vocab]
+    matmul(net.logits.data(), xn, m.lm_head, nullptr, n_out, &net.kscratch);  // [n_out, vocab]
     WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, c.vocab);
     PROBE_FORWARD_END();
     return net.logits.data();
