@@ -496,7 +496,7 @@ void quantize_model(Model& m, DType to) {
 // rearranged where it lies; a matrix read from the file is copied (into
 // huge pages, as above) and its file pages are released, so the resident
 // set stays at the weights once. Tied embeddings stay one matrix: the
-// embedding lookup reads a packed row through kernels.cpp:mat_row_to_f32.
+// embedding lookup reads a packed row through quants.cpp:mat_row_to_f32.
 // --kernels plain reads the file's layout, and this is not called for it
 // (generate.cpp:engine_load).
 void pack_model(Model& m, const SimdKernels& k) {

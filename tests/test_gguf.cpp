@@ -108,7 +108,7 @@ static std::vector<const KernelSetInfo*> quant_sets() {
         const KernelSetInfo& s = KERNEL_SETS[i];
         if (!s.exact || !s.kernels) continue;
         if (kernel_set_runs_here(s)) sets.push_back(&s);
-        else MESSAGE("skipped: this build or CPU does not run the " << s.name << " kernels, their integer tiles are not compared");
+        else MESSAGE("skipped: this build or CPU does not run the " << std::string(s.name) << " kernels, their integer tiles are not compared");
     }
     return sets;
 }
@@ -168,7 +168,7 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
                         matmul_quant_fast(fast.data(), x.data(), Q, nullptr, batch, *set->kernels, scratch);
                         int same = 0;
                         for (int i = 0; i < batch * rows; i++) same += std::memcmp(&fast[i], &ref[i], 4) == 0;
-                        INFO(set->name << ", " << threads << " threads, batch " << batch);
+                        INFO(std::string(set->name) << ", " << threads << " threads, batch " << batch);
                         CHECK(same == batch * rows);  // bitwise: one summation order
                     }
         }
@@ -232,7 +232,7 @@ TEST_CASE("gguf: every block format packed for the tiles keeps every bit of the 
                                 same += std::memcmp(&fast[(size_t)k * rows + r], &want, 4) == 0;
                             }
                         }
-                        INFO(set->name << ", " << threads << " threads, batch " << batch);
+                        INFO(std::string(set->name) << ", " << threads << " threads, batch " << batch);
                         CHECK(same == batch * rows);  // bitwise: the reference's order
                     }
         }

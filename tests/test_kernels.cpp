@@ -94,8 +94,8 @@ static std::vector<KernelSet> simd_sets() {
         const KernelSetInfo& s = KERNEL_SETS[i];
         if (s.set == KernelSet::Fast || s.set == KernelSet::Plain || !s.exact) continue;
         if (kernel_set_runs_here(s)) sets.push_back(s.set);
-        else MESSAGE("skipped: this build or CPU does not run the " << s.name << " kernels, they are not compared"
-                     << (s.set == KernelSet::NEON ? " (make test-arm64 runs them)" : ""));
+        else MESSAGE("skipped: this build or CPU does not run the " << std::string(s.name) << " kernels, they are not compared"
+                     << std::string(s.set == KernelSet::NEON ? " (make test-arm64 runs them)" : ""));
     }
     return sets;
 }
