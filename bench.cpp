@@ -152,13 +152,13 @@ struct Bandwidth {
 };
 
 // FMA throughput: 12 independent chains of fused multiply-adds per thread,
-// 8 floats wide (AVX2) or 16 (AVX-512). Zen 3 has two FMA units with a
-// latency of 4 cycles: 8 chains in flight keep both busy, 12 leave margin.
+// 8 floats wide (AVX2) or 16 (AVX-512). A core with two FMA units of 4
+// cycles' latency keeps both busy with 8 chains in flight; 12 leave margin.
 // Peak = 2 units x 8 floats x 2 FLOPs = 32 FLOP per cycle per core. A CPU
-// whose units are 512 bits wide (Zen 5, Intel's Xeons) does twice that
-// with zmm registers, and the avx512 kernels use them: their %FMA is
-// against the 16-wide loop, or it would overstate by 2x. (Zen 4 splits a
-// zmm FMA in two halves: there the two loops measure the same.)
+// whose units are 512 bits wide does twice that with zmm registers, and
+// the avx512 kernels use them: their %FMA is against the 16-wide loop, or
+// it would overstate by 2x. (A core that splits a zmm FMA in two halves
+// measures the same in both loops.)
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) static float fma_chains_16(long iters) {
     __m512 acc[12];
@@ -226,8 +226,8 @@ static double measure_fma_gflops(int reps, int width) {
 
 // Which CPU the numbers came from: its name, family and model as the
 // kernel reports them (/proc/cpuinfo), and its caches (sysfs). Speeds
-// mean little without it: the same cloud VM type has been an AMD Zen 3,
-// a Zen 5 and an Intel Xeon on different days.
+// mean little without it: the same cloud VM type can be a different CPU
+// from one day to the next.
 static std::string cpu_description() {
     auto chomp = [](std::string s) {  // without the line's end and trailing spaces
         while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -295,7 +295,14 @@ static void collect_weights(Model& m, Weights& w) {
 // loads (model.cpp:pack_model); the file's own
 // matrices get packed copies. Each kernel set gets the layout it reads, so a
 // row of `--kernels avx2` never runs on a layout made for another set.
-static bool use_weights(Model& m, Weights& w, DType dt, bool keep, int pack) {
+// Whether two kernel sets lay the weights out alike (avx512 and bf16dot
+// share their packed tiles): then a set change keeps the weights.
+static bool same_packing(const SimdKernels* a, const SimdKernels* b) {
+    auto group = [](const SimdKernels* k) { return k ? k->packed_group : nullptr; };
+    return group(a) == group(b) && (!a || !b || a->packed_q8 == b->packed_q8);
+}
+
+static bool use_weights(Model& m, Weights& w, DType dt, bool keep, const SimdKernels* pack) {
     bool tied = m.lm_head.data == m.embed.data;
     w.storage.clear();  // frees the previous copies before making new ones
     w.storage.shrink_to_fit();
@@ -307,7 +314,7 @@ static bool use_weights(Model& m, Weights& w, DType dt, bool keep, int pack) {
         DType t = keep ? o.dtype : block_fallback(dt, o.cols);  // k-quants: llama-quantize's fallback (quants.h)
         Mat as_t = o;
         as_t.dtype = t;
-        bool packs = pack && can_pack(as_t) && packed_tile_reads(t, pack);
+        bool packs = can_pack(as_t) && packed_tile_reads(t, pack);
         if (o.dtype == t && !packs) continue;
         if (o.cols % dtype_block_size(t)) return false;
         w.storage.emplace_back();
@@ -513,7 +520,7 @@ int cmd_bench(int argc, char** argv) {
         bool keep = quants[ti] == "file";
         const char* label = keep ? "file" : dtype_name(dt);
         kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
-        int packed = packing_level();
+        const SimdKernels* packed = packing_kernels();
         if (!use_weights(m, w, dt, keep, packed)) {
             printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
@@ -526,7 +533,7 @@ int cmd_bench(int argc, char** argv) {
         double bytes = weight_bytes(w);
         for (KernelSet set : sets) {
             kernels_init(set, threads);
-            if (packing_level() != packed) use_weights(m, w, dt, keep, packed = packing_level());
+            if (!same_packing(packing_kernels(), packed)) use_weights(m, w, dt, keep, packed = packing_kernels());
             Net net;
             net_init(net, m, ctx, kv_type);
             // Runs tokens[0..n) from position 0, batched or one at a time.

@@ -27,9 +27,7 @@ std::string default_model_path() {
     return "models/tiny";
 }
 
-int packing_level() {
-    return g_kernels.simd && g_device == Device::CPU ? quant_simd_for(g_kernels.simd->name) : 0;
-}
+const SimdKernels* packing_kernels() { return g_device == Device::CPU ? g_kernels.simd : nullptr; }
 
 void open_model(Model& m, const std::string& path) {
     if (is_gguf_path(path)) gguf_load_model(m, path);
@@ -54,7 +52,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
     kernels_init(o.kernels, o.threads);
     open_model(e.model, path);
     if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
-    if (int level = packing_level()) pack_model(e.model, level);
+    if (const SimdKernels* k = packing_kernels()) pack_model(e.model, *k);
     if (parts & ENGINE_TOKENIZER) open_tokenizer(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);

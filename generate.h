@@ -35,12 +35,10 @@ struct Engine {
     Tokenizer tok;  // empty without ENGINE_TOKENIZER
     Net net;        // empty without ENGINE_NET
 };
-// The instruction-set level whose packed tiles the kernel set now chosen
-// runs (quants.h:quant_simd_for: 2 AVX-512, 1 AVX2), or 0 where none does
-// (scalar, plain, a GPU): model.cpp:pack_model lays out for that level the
-// types its tile reads; elsewhere a packed matrix would run the plain
-// path, so nothing is packed.
-int packing_level();
+// The kernel set now chosen, whose packed tiles model.cpp:pack_model lays
+// the weights out for (kernels.h:packed_tile_reads: the types its tile
+// reads), or nullptr under plain or a GPU, where nothing is packed.
+const SimdKernels* packing_kernels();
 // trained/kjv once a trained model is there, else the random-weight test
 // model that `make models` writes (real Qwen tokenizer, nonsense output).
 std::string default_model_path();

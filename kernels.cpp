@@ -12,42 +12,62 @@
 
 KernelConfig g_kernels;
 
+// The SIMD files define their tables only for their own architecture.
+#if defined(__x86_64__)
+#define ON_X86(k) &k
+#else
+#define ON_X86(k) nullptr
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define ON_ARM(k) &k
+#else
+#define ON_ARM(k) nullptr
+#endif
+
 const KernelSetInfo KERNEL_SETS[] = {
-    {KernelSet::Fast, "fast", "the best SIMD set this CPU runs (default)"},
-    {KernelSet::Plain, "plain", "the reference loops: one thread, double sums"},
-    {KernelSet::Scalar, "scalar", "the SIMD order in portable C++ (bitwise equal to avx2/avx512)"},
-    {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels"},
-    {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels"},
-    {KernelSet::NEON, "neon", "ARM NEON micro-kernels (vdotq_s32 for Q8_0 where built for dotprod)"},
-    {KernelSet::BF16Dot, "bf16dot", "avx512, but bf16 weights meet activations rounded to bf16 (vdpbf16ps): faster prefill, less exact"},
+    {KernelSet::Fast, "fast", "the best SIMD set this CPU runs (default)", nullptr, nullptr, nullptr, true},
+    {KernelSet::Plain, "plain", "the reference loops: one thread, double sums", nullptr, nullptr, nullptr, false},
+    {KernelSet::Scalar, "scalar", "the SIMD order in portable C++ (bitwise equal to avx2/avx512)", &SCALAR_KERNELS,
+     nullptr, nullptr, true},
+    {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels", ON_X86(AVX2_KERNELS), cpu_has_avx2,
+     "this CPU lacks AVX2, FMA or F16C (try fast or scalar)", true},
+    {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels", ON_X86(AVX512_KERNELS),
+     cpu_has_avx512, "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)", true},
+    {KernelSet::NEON, "neon", "ARM NEON micro-kernels (vdotq_s32 for Q8_0 where built for dotprod)",
+     ON_ARM(NEON_KERNELS), cpu_has_neon, "this build is not for 64-bit ARM (try fast or scalar)", true},
+    {KernelSet::BF16Dot, "bf16dot", "avx512, but bf16 weights meet activations rounded to bf16 (vdpbf16ps): faster prefill, less exact",
+     ON_X86(AVX512_BF16DOT_KERNELS), cpu_has_avx512, "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast)", false},
 };
 const int N_KERNEL_SETS = sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]);
 
+const KernelSetInfo& kernel_set_info(KernelSet set) {
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        if (KERNEL_SETS[i].set == set) return KERNEL_SETS[i];
+    fail("kernel set %d is not in KERNEL_SETS", (int)set);
+}
+
+bool kernel_set_runs_here(const KernelSetInfo& s) { return s.kernels && (!s.cpu_has || s.cpu_has()); }
+
 // The dispatch rule: a kernel set is a table of micro-kernels, picked here
-// once; the kernels below only ask whether it is the plain one.
+// once; the kernels below only ask whether it is the plain one. "fast" is
+// the first of NEON, AVX-512, AVX2 that this build and CPU run, else the
+// scalar twin.
 void kernels_init(KernelSet set, int threads) {
     g_kernels.set = set;
     g_kernels.threads = threads > 0 ? threads : omp_get_num_procs();
     omp_set_num_threads(g_kernels.threads);
-    if (set == KernelSet::AVX2 && !cpu_has_avx2())
-        fail("--kernels avx2: this CPU lacks AVX2, FMA or F16C (try fast or scalar)");
-    if (set == KernelSet::AVX512 && !cpu_has_avx512())
-        fail("--kernels avx512: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)");
-    if (set == KernelSet::BF16Dot && !cpu_has_avx512())
-        fail("--kernels bf16dot: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast)");
-    if (set == KernelSet::NEON && !cpu_has_neon())
-        fail("--kernels neon: this build is not for 64-bit ARM (try fast or scalar)");
-    if (set == KernelSet::Fast && cpu_has_neon()) set = KernelSet::NEON;
-    if (set == KernelSet::Fast) set = cpu_has_avx512() ? KernelSet::AVX512 : cpu_has_avx2() ? KernelSet::AVX2 : KernelSet::Scalar;
-    g_kernels.simd = set == KernelSet::Plain ? nullptr : &SCALAR_KERNELS;
-#if defined(__x86_64__)  // the SIMD files define their tables only there
-    if (set == KernelSet::AVX2) g_kernels.simd = &AVX2_KERNELS;
-    if (set == KernelSet::AVX512) g_kernels.simd = &AVX512_KERNELS;
-    if (set == KernelSet::BF16Dot) g_kernels.simd = &AVX512_BF16DOT_KERNELS;
-#endif
-#if defined(__aarch64__) && defined(__ARM_NEON)  // kernels_neon.cpp defines its table only there
-    if (set == KernelSet::NEON) g_kernels.simd = &NEON_KERNELS;
-#endif
+    const KernelSetInfo& asked = kernel_set_info(set);
+    if (asked.cpu_has && !asked.cpu_has()) fail("--kernels %s: %s", asked.name, asked.missing);
+    if (set == KernelSet::Fast) {
+        set = KernelSet::Scalar;
+        for (KernelSet best : {KernelSet::NEON, KernelSet::AVX512, KernelSet::AVX2})
+            if (kernel_set_runs_here(kernel_set_info(best))) {
+                set = best;
+                break;
+            }
+    }
+    const KernelSetInfo& runs = kernel_set_info(set);
+    g_kernels.simd = set == KernelSet::Plain ? nullptr : runs.kernels ? runs.kernels : &SCALAR_KERNELS;
     LOGD(CAT_LOAD, "kernels: %s (--kernels %s), %d threads", kernel_path_name(), kernel_set_name(g_kernels.set),
          g_kernels.threads);
 }
@@ -59,17 +79,6 @@ const char* kernel_set_name(KernelSet set) {
 }
 
 const char* kernel_path_name() { return g_kernels.simd ? g_kernels.simd->name : "plain"; }
-
-size_t Mat::bytes() const {
-    size_t n = (size_t)rows * cols;
-    switch (dtype) {
-        case DType::F32: return n * 4;
-        case DType::F16:
-        case DType::BF16: return n * 2;
-        case DType::Q8_0: return n / 32 * 34;
-        default: return (size_t)rows * dtype_row_bytes(dtype, cols);  // the formats of quants.cpp
-    }
-}
 
 // One weight of W as f32, whatever its storage type. The plain matmul calls
 // this per element: slow, but obviously right.
@@ -87,16 +96,6 @@ static inline float weight_at(const Mat& W, size_t i) {
         }
         default: return 0;  // low-bit formats are unpacked a row at a time (mat_row_to_f32)
     }
-}
-
-void mat_row_to_f32(const Mat& W, int r, float* out) {
-    if (dtype_is_low_bit(W.dtype) || W.packed) {  // blocks, as the file has them (quants.h:file_row)
-        std::vector<uint8_t> tmp;
-        dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, out);
-        return;
-    }
-    size_t base = (size_t)r * W.cols;
-    for (int c = 0; c < W.cols; c++) out[c] = weight_at(W, base + c);
 }
 
 // y = W x for every token of the batch. Accumulates in double so the plain
@@ -123,27 +122,29 @@ static bool goes_to_quants(const Mat& W) {
     return dtype_is_low_bit(W.dtype) || q8_here || W.packed;
 }
 
-void matmul(float* out, const float* x, const Mat& W, const float* bias, int T) {
+void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, KernelScratch* scratch) {
     MatmulOut one = {out, &W, bias};
-    matmul_many(&one, 1, x, T);
+    matmul_many(&one, 1, x, T, scratch);
 }
 
 // One parallel loop for the whole list when one driver takes every matrix;
 // a list that mixes drivers (or plain) goes one product after another.
-void matmul_many(const MatmulOut* outs, int n, const float* x, int T) {
-    int quant = 0;
-    for (int i = 0; i < n; i++) quant += goes_to_quants(*outs[i].W);
-    if (g_kernels.simd && quant == n) return matmul_quant_fast_many(outs, n, x, T, quant_simd_for(g_kernels.simd->name));
-    if (g_kernels.simd && quant == 0) return matmul_fast(outs, n, x, T, *g_kernels.simd);
-    for (int i = 0; i < n; i++) {
-        const Mat& W = *outs[i].W;
-        if (!g_kernels.simd) {
+void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch) {
+    if (!g_kernels.simd) {  // the plain loops need no buffers
+        for (int i = 0; i < n; i++) {
+            const Mat& W = *outs[i].W;
             if (dtype_is_low_bit(W.dtype) || W.packed) matmul_quant_plain(outs[i].out, x, W, outs[i].bias, T);
             else matmul_plain(outs[i].out, x, W, outs[i].bias, T);
-        } else {
-            matmul_many(&outs[i], 1, x, T);
         }
+        return;
     }
+    KernelScratch own;  // only when the caller has none (kernels.h:KernelScratch)
+    KernelScratch& s = scratch ? *scratch : own;
+    int quant = 0;
+    for (int i = 0; i < n; i++) quant += goes_to_quants(*outs[i].W);
+    if (quant == n) return matmul_quant_fast_many(outs, n, x, T, *g_kernels.simd, s);
+    if (quant == 0) return matmul_fast(outs, n, x, T, *g_kernels.simd, s);
+    for (int i = 0; i < n; i++) matmul_many(&outs[i], 1, x, T, &s);
 }
 
 // Attention's dot product and weighted sum, the plain loops.
@@ -200,10 +201,13 @@ void swiglu(float* gate, const float* up, int n) {
 //
 // The angles depend on the position only, not on the layer or the head, so
 // each thread keeps the cos and sin of the last position it rotated: a
-// decode step calls this 2 x 24 times at one position and computes its
-// angles once (a pow, a cos and a sin per pair, 96 library calls for
-// head_dim 64, ~5 us each time on the Zen 5 machine, while the other
-// threads wait). The values are the ones computed afresh: the same bits.
+// decode step calls this twice per layer at one position and computes its
+// angles once (a pow, a cos and a sin per pair: 96 library calls for
+// head_dim 64, while the other threads wait). The values are the ones
+// computed afresh: the same bits. The cache is thread_local, not shared:
+// two threads rotating at once (two callers, or the threads of one
+// parallel loop) each keep their own, so it is no scratch a caller needs
+// to own.
 void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta) {
     int half = head_dim / 2;
     thread_local std::vector<float> cos_sin;  // [half] cos, then [half] sin, of position `last`
@@ -250,7 +254,9 @@ void attention_head(float* out, float* scores, const float* q, const uint8_t* ke
         return;
     }
     // The plain kernel writes all n weights (its contract, and the
-    // exercise's): without a trace's row to keep them, this thread's own.
+    // exercise's): without a trace's row to keep them, this thread's own
+    // (thread_local: no other thread ever sees it, so callers on two
+    // threads do not share it).
     thread_local std::vector<float> own;
     if (!scores) {
         if ((int)own.size() < n) own.resize(n);
@@ -283,47 +289,13 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
 }
 
 void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim) {
-    if (g_kernels.simd)
+                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                     KernelScratch* scratch) {
+    if (g_kernels.simd) {
+        KernelScratch own;  // only when the caller has none
         attention_heads_fast(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
-                             head_dim, *g_kernels.simd);
-    else
+                             head_dim, *g_kernels.simd, scratch ? *scratch : own);
+    } else
         attention_heads_plain(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
                               head_dim);
-}
-
-// Q8_0: every 32 consecutive weights of a row share one scale d = max|w|/127
-// and are stored as round(w/d) in int8 — GGUF's block_q8_0: the scale as
-// f16 (2 bytes), then the 32 int8 (32 bytes).
-void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
-    for (int b = 0; b < n / Q8_BLOCK; b++) {
-        const float* xb = x + b * Q8_BLOCK;
-        float amax = 0;
-        for (int j = 0; j < Q8_BLOCK; j++) amax = std::fmax(amax, std::fabs(xb[j]));
-        float d = amax / 127.0f;
-        uint16_t dh = f32_to_f16(d);
-        float inv = d > 0 ? 1.0f / d : 0.0f;
-        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
-        std::memcpy(blk, &dh, 2);
-        for (int j = 0; j < Q8_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(xb[j] * inv);
-    }
-}
-
-Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
-    if (W.cols % Q8_BLOCK != 0) fail("quantize_q8_0: %d columns is not a multiple of 32", W.cols);
-    size_t row_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;
-    storage.resize(W.rows * row_bytes);
-    #pragma omp parallel
-    {
-        std::vector<float> row(W.cols);
-        #pragma omp for schedule(static)
-        for (int r = 0; r < W.rows; r++) {
-            mat_row_to_f32(W, r, row.data());
-            quantize_row_q8_0(row.data(), W.cols, &storage[r * row_bytes]);
-        }
-    }
-    Mat q = W;
-    q.dtype = DType::Q8_0;
-    q.data = storage.data();
-    return q;
 }

@@ -8,52 +8,9 @@
 // micro-kernels in kernels_avx2.cpp, kernels_avx512.cpp and kernels_neon.cpp (see
 // book/11-performance.md).
 #pragma once
-#include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <vector>
-#include "common.h"
-
-// A vector whose data starts on a cache line (64 bytes), for the buffers
-// the kernels read most: the activations. An AVX-512 load takes 64 bytes;
-// from an address 16 bytes past a line (where malloc puts large blocks:
-// after its 16-byte header on a fresh page) every such load touches two
-// lines. The AVX-512 prefill tile loads 6 tokens' activations per 24
-// fused multiply-adds; on the Intel Xeon (family 6 model 207) it ran
-// 100-116 GFLOP/s on one thread from activations 16 bytes past a line and
-// 125-129 from aligned ones (build/matmul_speed, 128 tokens), and a
-// 512-token prefill of the 0.5B-shaped model on 2 threads gained 2-10%
-// (4 runs of each build, alternated).
-template <class T> struct LineAlloc {
-    using value_type = T;
-    LineAlloc() = default;
-    template <class U> LineAlloc(const LineAlloc<U>&) {}
-    T* allocate(size_t n) {
-        // aligned_alloc wants a whole number of lines, and at least one
-        void* p = std::aligned_alloc(64, std::max<size_t>(64, (n * sizeof(T) + 63) / 64 * 64));
-        if (!p) throw std::bad_alloc();
-        return (T*)p;
-    }
-    void deallocate(T* p, size_t) { std::free(p); }
-    template <class U> bool operator==(const LineAlloc<U>&) const { return true; }
-    template <class U> bool operator!=(const LineAlloc<U>&) const { return false; }
-};
-template <class T> using LineVector = std::vector<T, LineAlloc<T>>;
-
-// A weight matrix W of shape [rows, cols], row-major, as PyTorch stores
-// nn.Linear.weight: y = W x, so each output element is the dot product of
-// one row of W with the input. `data` usually points straight into the
-// mmapped safetensors file (bf16/f16/f32); for Q8_0 it points to blocks of
-// 32 int8 values with one f16 scale each (GGUF's block_q8_0 layout).
-struct Mat {
-    DType dtype = DType::F32;
-    int rows = 0, cols = 0;
-    const void* data = nullptr;
-    size_t bytes() const;
-    // 0: rows one after another as the file stores them. PACK_ROWS (16): the
-    // blocks of each 16 rows interleaved for the integer tiles (quants.h:pack_mat).
-    int packed = 0;
-};
+#include "quants.h"
+#include "tensor.h"
 
 // The kernel sets (--kernels). One rule for all of them: net.cpp calls the
 // operation (matmul, attention_head, ...), which looks at g_kernels and runs
@@ -67,19 +24,60 @@ struct Mat {
 // and says so in its name: bf16dot rounds the activations to bf16 for bf16
 // weights (AVX512_BF16's vdpbf16ps), so it is equal only to its own scalar
 // twin, BF16DOT_SCALAR_KERNELS, not to the others.
+//
+// The one list of kernel levels is this enum and its table, KERNEL_SETS
+// (kernels.cpp): the float tiles, the Q8_0 tiles, attention's tiles and the
+// block formats' tiles (quants_fast.cpp, quants_packed.cpp) of a set are all
+// in its SimdKernels row, so --kernels avx2 runs AVX2 code everywhere, on
+// any CPU that has AVX2, whatever the compiler's flags.
 enum class KernelSet { Plain, Scalar, AVX2, AVX512, NEON, BF16Dot, Fast };
+struct SimdKernels;
 struct KernelSetInfo {
     KernelSet set;
     const char* name;  // the --kernels value
     const char* what;  // one line for --help
+    // What runs: nullptr for plain and fast (which resolves to another row),
+    // and for a set whose file this build does not compile (NEON on x86).
+    const SimdKernels* kernels;
+    bool (*cpu_has)();    // nullptr: any CPU runs it
+    const char* missing;  // kernels_init's error when cpu_has() says no
+    // Sums in the one order of kernels_fast.cpp: bitwise equal to the scalar
+    // twin (the tests compare it so). bf16dot is not: it equals its own twin.
+    bool exact;
 };
 extern const KernelSetInfo KERNEL_SETS[];
 extern const int N_KERNEL_SETS;
+// The row of `set`, and whether this build and this CPU run it.
+const KernelSetInfo& kernel_set_info(KernelSet set);
+bool kernel_set_runs_here(const KernelSetInfo& s);
 
 // The micro-kernels of one instruction set (kernels_fast.cpp drives them:
 // threads, tiles, the Q8_0 activations). A tile is rows x tokens dot
-// products at once; out[r][t] = row r of W . token t of x.
-const int MAX_TILE = 8;
+// products at once; out[r][t] = row r of W . token t of x (MAX_TILE:
+// tensor.h).
+//
+// A new kernel set (say RISC-V's vector extension) provides, in one file of
+// its own (kernels_rvv.cpp, its functions carrying their target as
+// kernels_avx2.cpp's pragma does, the whole file inside the #if of its
+// architecture):
+//   - a `const SimdKernels` with every field below: name, the tile shapes,
+//     tile, tile_q8 (or nullptr: Q8_0 then runs in the block formats'
+//     driver, which needs quant_tile with quant_tile_q8), dot, axpy,
+//     exp_shift; round_bf16 and tile_bf16 only for a set that rounds the
+//     activations to bf16 (bf16dot); att_scores, att_pv or nullptr (the
+//     scalar twin's then run); quant_tile and its shapes, or nullptr (the
+//     reference quants.cpp:dot_quant_q8 then runs); packed_group and
+//     packed_q8, or nullptr (then no matrix is packed for this set);
+//   - its extern declaration below, a KernelSet value, a row in KERNEL_SETS
+//     (kernels.cpp) with its cpu_has_*() test (kernels_fast.cpp: cpuid or
+//     the build target), and its place in kernels_init's choice for "fast";
+//   - the Makefile compiles every top-level .cpp; nothing to add there.
+// The tests then cover it without being told: tests/test_kernels.cpp
+// (float and Q8_0 matmul, attention, exp) and tests/test_gguf.cpp (every
+// block format, file layout and packed) loop over KERNEL_SETS and compare
+// each set that runs here, bit for bit, with the scalar twin, for every
+// thread count and batch size; tests/check_simd_compiles.sh builds the
+// files for each target.
 struct SimdKernels {
     const char* name;  // "scalar", "avx2", "avx512": what bench, -v and the report print
     int tile_rows, tile_tokens;        // float weights
@@ -87,8 +85,9 @@ struct SimdKernels {
     // n_tokens <= tile_tokens (the last tokens of a batch come as a smaller tile)
     void (*tile)(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
                  float out[MAX_TILE][MAX_TILE]);
-    // nullptr (AVX-512): Q8_0 runs in quants_fast.cpp's VNNI tiles instead,
-    // in the same order and bits (kernels.cpp:matmul chooses)
+    // nullptr (AVX-512): Q8_0 runs in the block formats' driver instead
+    // (quants_fast.cpp, with this set's quant_tile: the VNNI tiles), in the
+    // same order and bits (kernels.cpp:matmul chooses)
     void (*tile_q8)(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
                     float out[MAX_TILE][MAX_TILE]);
     float (*dot)(const float* a, const uint8_t* b, DType bt, int n);  // one attention score
@@ -114,6 +113,25 @@ struct SimdKernels {
     // over the n_rows value rows at v, `stride` bytes apart: axpy's order.
     void (*att_pv)(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
                    int head_dim);
+    // The block formats (quants_fast.cpp drives them): out[r][k] = row w[r]
+    // (as the file stores it) . token k's Q8_0 activation blocks x[k], for
+    // n_rows = quant_rows (a batch) or quant_decode_rows (one token) and
+    // n_tokens <= quant_tokens, in quants.cpp:dot_quant_q8's order. nullptr:
+    // the reference itself, one row a tile. quant_tile_q8: it reads Q8_0
+    // weights too (else Q8_0 takes the reference here; the float driver's
+    // tile_q8 is the one that runs).
+    void (*quant_tile)(DType t, const uint8_t* const* w, int n_rows, const uint8_t* const* x, int n_tokens,
+                       int n_blocks, float out[MAX_TILE][MAX_TILE]);
+    int quant_rows, quant_decode_rows, quant_tokens;
+    bool quant_tile_q8;
+    // The packed layout's tile (quants.h:pack_mat; quants_packed.cpp:
+    // packed_tile calls it): the PACK_ROWS rows of group g against one
+    // token's activation blocks xq, from the block sums start/xsf
+    // (activation_sums); out[0..15] = the 16 products + bias. nullptr: no
+    // matrix is packed for this set. packed_q8: it reads Q8_0 too.
+    void (*packed_group)(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
+                         const float* xsf, const float* bias, float* out);
+    bool packed_q8;
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
 // is how many cache lines are on their way from memory at once. For one
@@ -122,7 +140,7 @@ struct SimdKernels {
 // prefetcher follows; the float tiles need nothing more. The AVX2 Q8_0
 // tile (kernels_avx2.cpp) also asks for the same columns PREFETCH_ROWS rows further
 // down each stripe, early enough that they arrive before they are needed
-// (the block formats' tiles do likewise: quants_fast.cpp:prefetch_distance).
+// (the block formats' tiles do likewise: kernels_avx2.cpp:prefetch_distance).
 // A prefetch never faults, past the matrix's end included, and changes no
 // result.
 const int PREFETCH_ROWS = 8;
@@ -155,22 +173,33 @@ const char* kernel_set_name(KernelSet set);
 // What runs now: "plain", "scalar", "avx2", "avx512", "avx512+bf16dot", ...
 const char* kernel_path_name();
 
+// The buffers a matrix product or prefill attention works in: the
+// activations as Q8_0 blocks or as bf16, the block sums of the packed
+// tiles, attention's transposed keys. The caller owns them (the Net one,
+// a test its own) and passes them to each call, so two threads that each
+// have their own can run the kernels at once; the buffers grow to the
+// largest call and are reused. nullptr: the call makes its own and frees
+// it at the end (the same bits, a few allocations slower: for the tests
+// and the exercises).
+struct KernelScratch {
+    LineVector<uint8_t> xq;         // [T][cols/32] Q8_0 blocks (quants.h:quantize_activations)
+    LineVector<uint16_t> xb;        // [T][cols] bf16 (the bf16dot tiles)
+    std::vector<int32_t> start[4];  // -offset * xs_j per code offset 8, 16, 32, 128 (BlockSums)
+    std::vector<float> xsf;         // -xs_j, for the formats with a minimum
+    LineVector<float> kt;           // [n_kv_heads][blocks][head_dim][ATT_BLOCK] (attention_heads_fast)
+};
+
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
-void matmul(float* out, const float* x, const Mat& W, const float* bias, int T);
+void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, KernelScratch* scratch = nullptr);
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
 
 // Several matrices that multiply the same x, in one pass: q, k and v of a
 // layer; gate and up. Each output gets the bits matmul(out, x, *W, bias, T)
 // would give; the fast kernels run all of them in one parallel loop, so the
 // threads meet once instead of once per matrix (book/11-performance.md).
-struct MatmulOut {
-    float* out;          // [T, W->rows]
-    const Mat* W;        // W->cols: the width of x
-    const float* bias;   // [W->rows], or nullptr
-};
-const int MAX_MATMUL_OUTS = 4;
-void matmul_many(const MatmulOut* outs, int n, const float* x, int T);
-void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k);
+// (MatmulOut, MAX_MATMUL_OUTS: tensor.h)
+void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch = nullptr);
+void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k, KernelScratch& s);
 // Which rows tile number `tile` holds: consecutive ones for a batch, one
 // from each of tile_rows stripes for one token (kernels_fast.cpp).
 int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[MAX_TILE]);
@@ -180,9 +209,6 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[
 // vec_dot_plain: sum_i a[i] * b[i].      vec_axpy_plain: y[i] += alpha * x[i].
 float vec_dot_plain(const float* a, const void* b, DType bt, int n);
 void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n);
-
-// Row r of W widened to f32 (embedding lookup, tests).
-void mat_row_to_f32(const Mat& W, int r, float* out);
 
 // out = x / rms(x) * w, over n elements.
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
@@ -225,13 +251,14 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
 // batch it came in.
 const int ATT_QUERIES = 8;
 void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim);
+                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                     KernelScratch* scratch = nullptr);
 void attention_heads_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                            size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
                            int head_dim);
 void attention_heads_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                           size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
-                          int head_dim, const SimdKernels& k);
+                          int head_dim, const SimdKernels& k, KernelScratch& s);
 // The fast kernels' exp (kernels_fast.cpp): the scalar twin of every set's
 // exp_shift, for x in [-87.33, 0] within 2 ulp of exp; 0 below.
 float exp_poly(float x);
@@ -253,17 +280,35 @@ static inline float widen(DType dt, const void* row, int c) {
     }
 }
 
-// Quantize a bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat
-// pointing into it.
-Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
-// One row of n floats (n a multiple of 32) to n/32 Q8_0 blocks of 34 bytes:
-// the weights above, and the activations the fast Q8_0 matmul multiplies.
-const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
-void quantize_row_q8_0(const float* x, int n, uint8_t* out);
-// The same bits without a library call per value (kernels_fast.cpp): what
-// quantize_activations runs.
-void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out);
-// The T rows of x [T, cols] as Q8_0 blocks, in one buffer that the next call
-// reuses: the activations of the integer matmuls (Q8_0 here, the 4-6-bit
-// formats in quants_fast.cpp).
-const uint8_t* quantize_activations(const float* x, int T, int cols);
+// The block formats' fast drivers (quants_fast.cpp, quants_packed.cpp),
+// with a kernel set's tiles (SimdKernels::quant_tile, packed_group).
+// The integer path of every kernel set but plain: the activations rounded
+// to Q8_0 blocks once per call, each block of weights multiplied by them
+// in exact integers, then scaled and summed in quants.cpp:dot_quant_q8's
+// order: every set, tile shape, batch size and thread count the same bits.
+// Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give the
+// bits of kernels_fast.cpp's Q8_0 order; a set without tile_q8 (AVX-512)
+// multiplies Q8_0 here (kernels.cpp:matmul chooses).
+void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, const SimdKernels& k,
+                       KernelScratch& s);
+// Several matrices of the same width times the same x in one parallel loop
+// (matmul_many), each output with the bits of matmul_quant_fast.
+void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k,
+                            KernelScratch& s);
+// The packed layout's driver (quants_packed.cpp), for quants_fast.cpp's:
+// activation_sums makes, once per call, the sum xs_j of each 4-code word of
+// every token's Q8_0 activation blocks ([T][n_blocks][8]) in the form a
+// type's tile starts from, in s's buffers; packed_tile runs a packed
+// matrix's tile i (rows 16i .. 16i+15) for every token.
+struct BlockSums {
+    const int32_t* start;  // -offset * xs_j, a lane's start where the codes have an offset (Q4_0 8, Q5_0 16, Q6_K 32, Q8_0 128)
+    const float* xsf;      // -xs_j as a float, where the format has a minimum (Q4_1, Q5_1, Q4_K, Q5_K)
+};
+BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols, KernelScratch& s);
+void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, const SimdKernels& k);
+// Whether a kernel set's packed tile reads type t (AVX-512 every block
+// format, AVX2 all but Q8_0, whose file-layout tile in kernels_avx2.cpp
+// decodes faster; none in the others, or for nullptr). A matrix is packed
+// only for a tile that reads it (model.cpp:pack_model); the others keep the
+// file's layout.
+bool packed_tile_reads(DType t, const SimdKernels* k);

@@ -99,9 +99,6 @@ static void att_scores_scalar(float* s, const float* q, size_t q_stride, int nq,
         }
 }
 
-// The keys of each KV head, transposed, in blocks: [n_kv_heads][blocks][head_dim][ATT_BLOCK];
-// keys past the last are zeros (their scores are masked). One buffer, reused.
-static LineVector<float> g_kt;
 
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
 static void attention_tile(float* out, float* scores, const float* q, const float* kt, const uint8_t* values,
@@ -166,7 +163,7 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
 
 void attention_heads_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                           size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
-                          int head_dim, const SimdKernels& k) {
+                          int head_dim, const SimdKernels& k, KernelScratch& s) {
     int kv_len = n_first - 1 + T, group = n_heads / n_kv_heads, q_dim = n_heads * head_dim;
     size_t elt = kv_type == DType::F32 ? 4 : 2;
     if (T == 1) {  // decode: one query per head
@@ -181,8 +178,11 @@ void attention_heads_fast(float* out, float* scores, const float* q, const uint8
     }
     int n_blocks = (kv_len + ATT_BLOCK - 1) / ATT_BLOCK, n_tiles = (T + ATT_QUERIES - 1) / ATT_QUERIES;
     size_t kt_head = (size_t)n_blocks * head_dim * ATT_BLOCK;
-    if (g_kt.size() < n_kv_heads * kt_head) g_kt.resize(n_kv_heads * kt_head);
-    float* kt = g_kt.data();
+    // The keys of each KV head, transposed, in blocks: [n_kv_heads][blocks][head_dim][ATT_BLOCK],
+    // in the caller's buffer (kernels.h:KernelScratch); keys past the last are zeros (their
+    // scores are masked).
+    if (s.kt.size() < n_kv_heads * kt_head) s.kt.resize(n_kv_heads * kt_head);
+    float* kt = s.kt.data();
     #pragma omp parallel
     {
         // The keys transposed, a block of one KV head per step.

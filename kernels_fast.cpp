@@ -176,7 +176,8 @@ static void exp_shift_scalar(float* x, float m, int n) {
 }
 
 const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar, axpy_scalar,
-                                    exp_shift_scalar, nullptr, nullptr, nullptr, nullptr};
+                                    exp_shift_scalar, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr, 0, 0, 0, false, nullptr, false};
 
 // ---------------------------------------------------------------------------
 // The bf16dot set's scalar twin: kernels_avx512.cpp's vdpbf16ps tile in
@@ -219,7 +220,7 @@ static void tile_bf16dot_scalar(const uint8_t* const* w, const uint16_t* const* 
 // Other weight types take the scalar tiles.
 const SimdKernels BF16DOT_SCALAR_KERNELS = {"bf16dot-scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar,
                                             axpy_scalar, exp_shift_scalar, round_bf16_scalar, tile_bf16dot_scalar,
-                                            nullptr, nullptr};
+                                            nullptr, nullptr, nullptr, 0, 0, 0, false, nullptr, false};
 
 // ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over
@@ -230,68 +231,15 @@ static inline size_t row_bytes(const Mat& W) {
     return (size_t)W.cols * (W.dtype == DType::F32 ? 4 : 2);
 }
 
-// kernels.cpp:quantize_row_q8_0 with the same bits, written so that nothing
-// in it is a library call. The plain version calls fmax and lround once per
-// value (neither is inlined); a decode step quantizes ~7,500 activations
-// per layer that way, 11-13 us per product on average on the Zen 5
-// machine (one thread, 1-thread decode timed step by step), while the
-// other threads wait: ~5% of a Q8_0 token. This one takes 5-6.5 us there
-// (4,864 values: 22-24 us -> 8.6 us). Here:
-//   - the maximum of |x| with a compare (fmax differs only for NaN, and
-//     "x > m ? x : m" keeps m for a NaN x, as fmax does), in eight
-//     running maxima: one chain of 32 dependent compares was the slowest
-//     part, and a maximum is the same in any order;
-//   - lround (to nearest, halves away from zero) as truncation plus a
-//     step: t = trunc(v), and one more unit of v's sign when
-//     |v - t| >= 0.5 (v - t is exact: both have v's exponent or less),
-//     added as 0 or 1 without a branch (a branch on a random fraction
-//     mispredicts half the time: measured slower than the library call).
-//   The low 8 bits are kept, as (int8_t)lround(v) keeps them; past 2^31 (a
-//     block whose scale underflowed) both conversions leave a low byte of 0.
-void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out) {
-    for (int b = 0; b < n / Q8_BLOCK; b++) {
-        const float* xb = x + b * Q8_BLOCK;
-        float m[8] = {0};  // eight running maxima, not one chain of 32 (the maximum is the same in any order)
-        for (int j = 0; j < Q8_BLOCK; j++) {
-            float a = std::fabs(xb[j]);
-            m[j % 8] = a > m[j % 8] ? a : m[j % 8];
-        }
-        float amax = 0;
-        for (int j = 0; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
-        float d = amax / 127.0f;
-        uint16_t dh = f32_to_f16(d);
-        float inv = d > 0 ? 1.0f / d : 0.0f;
-        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
-        std::memcpy(blk, &dh, 2);
-        for (int j = 0; j < Q8_BLOCK; j++) {
-            float v = xb[j] * inv, t = std::trunc(v);
-            float step = std::fabs(v - t) >= 0.5f;  // 0 or 1, no branch: v's fraction is random
-            blk[2 + j] = (uint8_t)(int8_t)(int)(t + std::copysign(step, v));
-        }
-    }
-}
-
-// Activations quantized for a Q8_0 matmul: [T, cols/32 blocks]. One buffer,
-// reused by every call (matmul is never called from two threads at once).
-static LineVector<uint8_t> g_xq;
-
-const uint8_t* quantize_activations(const float* x, int T, int cols) {
-    size_t rb = (size_t)cols / Q8_BLOCK * Q8_BLOCK_BYTES;
-    if (g_xq.size() < T * rb) g_xq.resize(T * rb);
-    #pragma omp parallel for schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) quantize_row_q8_0_fast(x + (size_t)t * cols, cols, &g_xq[t * rb]);
-    return g_xq.data();
-}
-
 // Activations rounded to bf16 for the bf16dot tiles: [T, cols], made once
-// per matmul (the set's round_bf16, threads over the tokens), reused likewise.
-static LineVector<uint16_t> g_xb;
-
-static const uint16_t* round_activations(const float* x, int T, int cols, const SimdKernels& k) {
-    if (g_xb.size() < (size_t)T * cols) g_xb.resize((size_t)T * cols);
+// per matmul (the set's round_bf16, threads over the tokens) into the
+// caller's buffer (kernels.h:KernelScratch).
+static const uint16_t* round_activations(const float* x, int T, int cols, const SimdKernels& k,
+                                         LineVector<uint16_t>& xb) {
+    if (xb.size() < (size_t)T * cols) xb.resize((size_t)T * cols);
     #pragma omp parallel for schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) k.round_bf16(x + (size_t)t * cols, &g_xb[(size_t)t * cols], cols);
-    return g_xb.data();
+    for (int t = 0; t < T; t++) k.round_bf16(x + (size_t)t * cols, &xb[(size_t)t * cols], cols);
+    return xb.data();
 }
 
 // The rows of tile number `tile` (of tile_rows rows) of a matrix of n_rows
@@ -306,10 +254,9 @@ static const uint16_t* round_activations(const float* x, int T, int cols, const 
 // streams (rows j0..j1 of each stripe), which the hardware prefetcher
 // follows, where consecutive rows side by side are tile_rows short
 // streams that each end after one row (1.8-9.7 KB on the 0.5B model).
-// Measured on 2 threads of the Zen 5 machine, bf16 tiles of 4 rows:
-// 37-40 GB/s side by side with a software prefetch 8 rows ahead, 43-48
-// in stripes (no prefetch), against 50-54 for a plain sum of the same
-// pages (book/11-performance.md). Which rows a tile holds changes no
+// Stripes came closer to a plain sum of the same pages than rows side by
+// side did, even with a software prefetch (book/11-performance.md, Step
+// 4, measures it). Which rows a tile holds changes no
 // result: each row's dot product is the same however it is grouped.
 // (A tile with fewer rows repeats one it holds; the extra results are
 // not stored.)
@@ -365,9 +312,9 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 //
 // Who runs which tile. With a fixed half each, the faster thread waits for
 // the slower at the end of every product, and on a shared machine a core
-// is sometimes taken away for a moment: `perf` put 6% of a 512-token
-// prefill's cycles and 8% of decode's in libgomp's barrier wait, 2 threads.
-// So the tiles go to whichever thread is free:
+// is sometimes taken away for a moment, and the threads then spend a
+// noticeable part of a product waiting in the barrier (book/11-performance.md,
+// Step 1). So the tiles go to whichever thread is free:
 //   - prefill (bound by arithmetic): PREFILL_TILES_PER_TAKE tiles at a
 //     time, token block after token block (`nowait`: a thread may start the
 //     next block while the other finishes this one; the blocks write
@@ -376,15 +323,11 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 //     shrink as the list runs out (half of the tiles first, then a quarter,
 //     ...; at least 8), so each thread still reads long sequential runs of
 //     its stripes and the last pieces even out the finish.
-// Measured on the Intel Xeon (family 6 model 207), 2 threads, 0.5B-shaped
-// model, the two builds alternated: prefill faster in 15 of 18 comparisons
-// (pp128 and pp512, 9 runs each), by 5-10% in the medians; bf16 decode
-// faster in 7 of 8 runs, by about 3%.
 //
 // The loop order for a batch of tokens (prefill) is a matter of caches. A
 // tile's rows are small (4 rows of 896 bf16 weights: 7 KB) and stay in the
 // L1 cache while the tokens go by; the activations are not: 512 tokens of
-// 896 floats are 1.8 MB, more than a core's L2 (1 MB on Zen 5), so a
+// 896 floats are 1.8 MB, more than a core's L2 (often 1-2 MB), so a
 // thread that took every token for each of its tiles would read all of x
 // from L3 once per tile. So the tokens come in blocks of at most
 // PREFILL_BLOCK_BYTES of activations (72 tokens of 896 floats, 12 of
@@ -397,7 +340,7 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 const size_t PREFILL_BLOCK_BYTES = 256 * 1024;
 const int PREFILL_TILES_PER_TAKE = 8;
 
-void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k) {
+void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k, KernelScratch& s) {
     if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
     int first[MAX_MATMUL_OUTS + 1] = {0};
     const uint8_t* xq = nullptr;  // the activations as Q8_0, made once for every Q8_0 matrix
@@ -408,8 +351,8 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         const Mat& W = *outs[m].W;
         bool q8 = W.dtype == DType::Q8_0;
         if (q8 && !k.tile_q8) fail("matmul_fast: the %s set has no Q8_0 tile (kernels.cpp:matmul sends Q8_0 to quants_fast.cpp)", k.name);
-        if (q8 && !xq) xq = quantize_activations(x, T, W.cols);
-        if (W.dtype == DType::BF16 && k.tile_bf16 && !xb) xb = round_activations(x, T, W.cols, k);
+        if (q8 && !xq) xq = quantize_activations(x, T, W.cols, s.xq);
+        if (W.dtype == DType::BF16 && k.tile_bf16 && !xb) xb = round_activations(x, T, W.cols, k, s.xb);
         int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
         first[m + 1] = first[m] + (W.rows + tile_rows - 1) / tile_rows;
         group = std::lcm(group, q8 ? k.q8_tile_tokens : k.tile_tokens);

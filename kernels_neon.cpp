@@ -12,6 +12,7 @@
 // on such a core), and three plain NEON instructions otherwise. Both give
 // the same exact integers, so the same bits.
 #include "kernels.h"
+#include "quants.h"
 #include <cmath>
 #include <cstring>
 
@@ -257,5 +258,7 @@ const SimdKernels NEON_KERNELS = {
     "neon",
 #endif
     ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
-    nullptr, nullptr};
+    nullptr, nullptr,
+    nullptr, 0, 0, 0, false,  // the block formats: the reference (quants.cpp:dot_quant_q8); no NEON tiles yet
+    nullptr, false};
 #endif  // __aarch64__ && __ARM_NEON

@@ -491,19 +491,19 @@ void quantize_model(Model& m, DType to) {
 
 // The fast kernels' layout: every block-format matrix whose rows come in
 // groups of 16 and whose type the packed tile of this instruction set
-// reads (quants.h:packed_tile_reads: AVX-512 all, AVX2 all but Q8_0) is
+// reads (kernels.h:packed_tile_reads: AVX-512 all, AVX2 all but Q8_0) is
 // laid out for it (quants.h:pack_mat: the same bytes in other places; one
 // 64-byte line per vpdpbusd for 16 rows). A copy that --quant made is
 // rearranged where it lies; a matrix read from the file is copied (into
 // huge pages, as above) and its file pages are released, so the resident
 // set stays at the weights once. Tied embeddings stay one matrix: the
-// embedding lookup reads a packed row through kernels.cpp:mat_row_to_f32.
+// embedding lookup reads a packed row through quants.cpp:mat_row_to_f32.
 // --kernels plain reads the file's layout, and this is not called for it
 // (generate.cpp:engine_load).
-void pack_model(Model& m, int simd) {
+void pack_model(Model& m, const SimdKernels& k) {
     bool tied = m.lm_head.data == m.embed.data;
     for (Mat* w : weight_matrices(m)) {
-        if (!can_pack(*w) || !packed_tile_reads(w->dtype, simd)) continue;
+        if (!can_pack(*w) || !packed_tile_reads(w->dtype, &k)) continue;
         std::vector<uint8_t>* own = nullptr;  // --quant's copy: packed in place
         for (std::vector<uint8_t>& v : m.owned)
             if (v.data() == w->data) own = &v;

@@ -96,7 +96,7 @@ void parse_safetensors(Model& m);
 // releasing the file pages of each converted matrix.
 void quantize_model(Model& m, DType to = DType::Q8_0);
 // block-format matrices laid out for the packed integer tiles of level simd (model.cpp).
-void pack_model(Model& m, int simd);
+void pack_model(Model& m, const SimdKernels& k);
 // Takes the whole pages of [p, p + n) out of the resident set if they belong
 // to one of the model's mapped files (no-op otherwise); read again, they come
 // back from the file.

@@ -135,7 +135,7 @@ static void attention(Net& net, int layer, const SeqRows& s) {
     // Every head and token at once (kernels.h: attention_heads): one query
     // per head in decode, tiles of queries against blocks of keys in prefill.
     attention_heads(&net.att[(size_t)s.row0 * q_dim], scores, &net.q[(size_t)s.row0 * q_dim], K, V, s.kv.row_bytes,
-                    s.kv.type, c.n_heads, c.n_kv_heads, s.T, s.pos + 1 - s.kv.first, hd);
+                    s.kv.type, c.n_heads, c.n_kv_heads, s.T, s.pos + 1 - s.kv.first, hd, &net.kscratch);
     WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, kv_len);
 }
 
@@ -155,7 +155,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     MatmulOut qkv[3] = {{q, &L.wq, L.bq.data()},   // [T, q_dim]
                         {k, &L.wk, L.bk.data()},   // [T, kv_dim]
                         {v, &L.wv, L.bv.data()}};  // [T, kv_dim]
-    matmul_many(qkv, 3, xn, T);
+    matmul_many(qkv, 3, xn, T, &net.kscratch);
     WATCH_TENSOR("attn.q", l, pos, q, T, q_dim);
     WATCH_TENSOR("attn.k", l, pos, k, T, kv_dim);
     WATCH_TENSOR("attn.v", l, pos, v, T, kv_dim);
@@ -178,7 +178,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     WATCH_TENSOR("attn.k_rope", l, pos, k, T, kv_dim);
     for (const SeqRows& s : rows.seqs) attention(net, l, s);  // each sequence over its own keys
     WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
-    matmul(xn, net.att.data(), L.wo, nullptr, T);  // [T, hidden], reuses xn
+    matmul(xn, net.att.data(), L.wo, nullptr, T, &net.kscratch);  // [T, hidden], reuses xn
     WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
     for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
 
@@ -187,7 +187,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
     MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
                             {net.up.data(), &L.w_up, nullptr}};     // [T, I]
-    matmul_many(gate_up, 2, xn, T);
+    matmul_many(gate_up, 2, xn, T, &net.kscratch);
     WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
     WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
     // One exp per value, T x 4864 of them in a prefill: threads over the
@@ -195,7 +195,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     #pragma omp parallel for schedule(static) if (T > 1)
     for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
     WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
-    matmul(xn, net.gate.data(), L.w_down, nullptr, T);  // [T, hidden]
+    matmul(xn, net.gate.data(), L.w_down, nullptr, T, &net.kscratch);  // [T, hidden]
     WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
     for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
     WATCH_TENSOR("resid", l, pos, x, T, H);
@@ -246,7 +246,7 @@ static const float* lm_head(Net& net, const Rows& rows, const std::vector<int>& 
         rmsnorm(&net.xn[(size_t)i * H], &net.x[(size_t)out_rows[i] * H], m.final_norm.data(), H, m.cfg.eps);
     WATCH_TENSOR("final_norm", -1, first, net.xn.data(), n_out, H);
     grow(net.logits, (size_t)n_out * m.cfg.vocab);
-    matmul(net.logits.data(), net.xn.data(), m.lm_head, nullptr, n_out);  // [n_out, vocab]
+    matmul(net.logits.data(), net.xn.data(), m.lm_head, nullptr, n_out, &net.kscratch);  // [n_out, vocab]
     WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, m.cfg.vocab);
     return net.logits.data();
 }

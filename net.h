@@ -36,6 +36,7 @@ struct Net {
     LineVector<float> k, v;      // [T, n_kv_heads*head_dim]
     LineVector<float> att;       // [T, n_heads*head_dim]  attention output before o_proj
     LineVector<float> scores;    // [n_heads, T, n_past+T-first_pos]  attention weights, for a trace only
+    KernelScratch kscratch;      // the kernels' own buffers (kernels.h), passed to every matmul and attention
     LineVector<float> gate, up;  // [T, intermediate]
     LineVector<float> logits;    // [T or 1, vocab]
     LineVector<uint8_t> gk, gv;  // a sequence's keys and values gathered from its blocks into one run (kv_read)

@@ -310,8 +310,10 @@ void dequantize_row(DType t, const void* in, int n, float* out) {
     const FormatInfo& f = format(t);
     const uint8_t* p = (const uint8_t*)in;
     if (f.block == 1) {  // the float types
-        Mat row{t, 1, n, in};
-        mat_row_to_f32(row, 0, out);
+        for (int i = 0; i < n; i++)
+            out[i] = t == DType::BF16  ? bf16_to_f32(((const uint16_t*)in)[i])
+                     : t == DType::F16 ? f16_to_f32(((const uint16_t*)in)[i])
+                                       : ((const float*)in)[i];
         return;
     }
     for (int b = 0; b < n / f.block; b++) {
@@ -333,6 +335,46 @@ void dequantize_row(DType t, const void* in, int n, float* out) {
             default: break;
         }
     }
+}
+
+void mat_row_to_f32(const Mat& W, int r, float* out) {
+    std::vector<uint8_t> tmp;  // for a packed row: unpacked into it (quants.h:file_row)
+    dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, out);
+}
+
+// Q8_0 (quants.h): the scale d = max|x|/127 of each 32 values, as f16,
+// then round(x/d) of each in int8.
+void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
+    for (int b = 0; b < n / Q8_BLOCK; b++) {
+        const float* xb = x + b * Q8_BLOCK;
+        float amax = 0;
+        for (int j = 0; j < Q8_BLOCK; j++) amax = std::fmax(amax, std::fabs(xb[j]));
+        float d = amax / 127.0f;
+        uint16_t dh = f32_to_f16(d);
+        float inv = d > 0 ? 1.0f / d : 0.0f;
+        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
+        std::memcpy(blk, &dh, 2);
+        for (int j = 0; j < Q8_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(xb[j] * inv);
+    }
+}
+
+Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
+    if (W.cols % Q8_BLOCK != 0) fail("quantize_q8_0: %d columns is not a multiple of 32", W.cols);
+    size_t row_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;
+    storage.resize(W.rows * row_bytes);
+    #pragma omp parallel
+    {
+        std::vector<float> row(W.cols);
+        #pragma omp for schedule(static)
+        for (int r = 0; r < W.rows; r++) {
+            mat_row_to_f32(W, r, row.data());
+            quantize_row_q8_0(row.data(), W.cols, &storage[r * row_bytes]);
+        }
+    }
+    Mat q = W;
+    q.dtype = DType::Q8_0;
+    q.data = storage.data();
+    return q;
 }
 
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage) {
@@ -377,7 +419,7 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
 // loops a reader can follow. It DEFINES their summation order; every SIMD
 // twin gives these bits.
 //
-// The activations come as Q8_0 blocks of 32 (kernels.cpp:quantize_row_q8_0:
+// The activations come as Q8_0 blocks of 32 (quantize_row_q8_0:
 // int8 codes x_i and one f16 scale dx per block). Each 32 weights of a row,
 // whatever their format, line up with one activation block, and are seen as
 //   w_i = scale * mul * (q_i - offset) + min

@@ -10,17 +10,10 @@
 #include <string>
 #include <vector>
 #include "common.h"
-#include "kernels.h"
+#include "tensor.h"
 
-// Weights per block (1 for the float types) and bytes per block.
-int dtype_block_size(DType t);
-int dtype_block_bytes(DType t);
-// Bytes of one row of n weights (n a multiple of the block size).
-size_t dtype_row_bytes(DType t, int n);
-// The 4-, 5- and 6-bit formats, whose matrix products live in quants*.cpp
-// (Q8_0 has its own int8 kernels in kernels.cpp and kernels_fast.cpp, but
-// under AVX-512 it runs in quants_fast.cpp too: kernels.cpp:matmul).
-bool dtype_is_low_bit(DType t);
+// (The block sizes and bytes of every type, dtype_block_size ...
+// dtype_is_low_bit, are declared in tensor.h and defined in quants.cpp.)
 // llama-quantize's fallback for a row the block does not divide:
 // Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
 // The result may still not divide the row; the caller decides what then.
@@ -40,6 +33,26 @@ void dequantize_block_q4_0(const uint8_t* in, float* y);
 void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
+// Row r of W widened to f32, whatever its type and layout (the embedding
+// lookup, tests).
+void mat_row_to_f32(const Mat& W, int r, float* out);
+
+// Q8_0: every 32 consecutive values share one scale d = max|x|/127 and are
+// stored as round(x/d) in int8: GGUF's block_q8_0, the f16 scale (2 bytes)
+// then the 32 codes. It is a weight format (--quant q8_0) and the form of
+// the activations of every integer product (the fast Q8_0 matmul and the
+// 4-6-bit formats' integer path).
+const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
+// One row of n floats (n a multiple of 32) to n/32 Q8_0 blocks of 34 bytes.
+void quantize_row_q8_0(const float* x, int n, uint8_t* out);
+// A bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat pointing into it.
+Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
+// The same bits as quantize_row_q8_0 without a library call per value
+// (quants_fast.cpp): what quantize_activations runs.
+void quantize_row_q8_0_fast(const float* x, int n, uint8_t* out);
+// The T rows of x [T, cols] as Q8_0 blocks, into `buf` (grown as needed,
+// the caller's: kernels.h:KernelScratch); returns buf's data.
+const uint8_t* quantize_activations(const float* x, int T, int cols, LineVector<uint8_t>& buf);
 
 // Decode reads every weight once per token, so how the bytes lie decides
 // how many instructions each weight costs. pack_mat lays out a matrix of any block
@@ -57,23 +70,31 @@ void pack_mat(Mat& W, std::vector<uint8_t>& storage);
 void packed_row(const Mat& W, int r, uint8_t* out);
 // Row r of W as the file stores it: in place, or (packed) unpacked into `tmp`.
 const uint8_t* file_row(const Mat& W, int r, std::vector<uint8_t>& tmp);
-// The tile that reads the packed layout (quants_packed.cpp), for
-// quants_fast.cpp's driver. activation_sums makes, once per call, the sum
-// xs_j of each 4-code word of every token's Q8_0 activation blocks
-// ([T][n_blocks][8]) in the form a type's tile starts from; packed_tile
-// runs a packed matrix's tile i (rows 16i .. 16i+15) for every token.
-struct BlockSums {
-    const int32_t* start;  // -offset * xs_j, a lane's start where the codes have an offset (Q4_0 8, Q5_0 16, Q6_K 32, Q8_0 128)
-    const float* xsf;      // -xs_j as a float, where the format has a minimum (Q4_1, Q5_1, Q4_K, Q5_K)
-};
-BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols);
-void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& xs, int T, int simd);
-// Whether the packed tile of an instruction-set level (quant_simd_for:
-// 2 AVX-512, 1 AVX2) reads type t: AVX-512 every block format, AVX2 all
-// but Q8_0 (kernels_avx2.cpp's tile decodes it faster in the file's
-// layout), none at level 0. A matrix is packed only for a tile that reads
-// it (model.cpp:pack_model); the others keep the file's layout.
-bool packed_tile_reads(DType t, int simd);
+// (The tiles that read the packed layout and their driver: kernels.h,
+// after matmul_quant_fast.)
+
+// A format's facts as constants where `t` is one, for the tiles (the table
+// in quants.cpp is a lookup): bytes per block (of 32, or 256 for the
+// k-quants), the offset its codes are stored with (the symmetric formats:
+// w = d * (q - offset)), and whether it has a minimum (w = d * q + m).
+static inline int quant_block_bytes(DType t) {
+    switch (t) {
+        case DType::Q4_0: return 18;
+        case DType::Q4_1: return 20;
+        case DType::Q5_0: return 22;
+        case DType::Q5_1: return 24;
+        case DType::Q8_0: return 34;
+        case DType::Q4_K: return 144;
+        case DType::Q5_K: return 176;
+        default: return 210;  // Q6_K
+    }
+}
+static inline int quant_code_offset(DType t) {
+    return t == DType::Q4_0 ? 8 : t == DType::Q5_0 ? 16 : t == DType::Q6_K ? 32 : t == DType::Q8_0 ? 128 : 0;
+}
+static inline bool quant_has_min(DType t) {
+    return t == DType::Q4_1 || t == DType::Q5_1 || t == DType::Q4_K || t == DType::Q5_K;
+}
 
 // Q4_K/Q5_K: the 6-bit scale sc and minimum mn of sub-block j (0..7) from
 // the super-block's 12 scale bytes s (the layout is drawn in quants.cpp).
@@ -97,16 +118,5 @@ void matmul_quant_plain(float* out, const float* x, const Mat& W, const float* b
 // dot_quant_q8 is that order written as plain loops (quants.cpp), one row w
 // of W against one row xq of Q8_0 activation blocks, cols weights long.
 float dot_quant_q8(DType t, const uint8_t* w, const uint8_t* xq, int cols);
-// The fast twins, threads over tiles of rows x tokens (quants_fast.cpp).
-// simd 0: the reference itself; 1: AVX2; 2: AVX-512 VNNI — bitwise equal.
-// Q8_0 weights fit the same scheme (codes c + 128, offset 128) and give
-// the bits of kernels_fast.cpp's Q8_0 order; with AVX-512 these tiles are
-// the only Q8_0 kernel (8-row decode tiles, prefetch; kernels.cpp:matmul).
-void matmul_quant_fast(float* out, const float* x, const Mat& W, const float* bias, int T, int simd);
-// Several matrices of the same width times the same x in one parallel loop
-// (kernels.h:matmul_many), each output with the bits of matmul_quant_fast.
-void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T, int simd);
-// The best `simd` this build can run (0, 1 or 2), and the one that matches
-// a kernel set's name ("scalar", "avx2", "avx512"; kernels.h), at most the best.
-int quant_simd_level();
-int quant_simd_for(const char* kernel_set_name);
+// Its fast twins, threads over tiles of rows x tokens with a kernel set's
+// tiles, are kernels.h:matmul_quant_fast (quants_fast.cpp).

@@ -102,14 +102,23 @@ TEST_CASE("gguf: every block format round-trips within half a step") {
 // bit for every block count (odd ones too), row count, batch size, thread
 // count and instruction set; and against the f32 activations of the plain
 // product it is off by no more than rounding the activations to 8 bits can make.
+// Every kernel set of KERNEL_SETS that sums in the one order and runs
+// here: each has its block-format tiles (or the reference), compared below.
+static std::vector<const KernelSetInfo*> quant_sets() {
+    std::vector<const KernelSetInfo*> sets;
+    for (int i = 0; i < N_KERNEL_SETS; i++) {
+        const KernelSetInfo& s = KERNEL_SETS[i];
+        if (!s.exact || !s.kernels) continue;
+        if (kernel_set_runs_here(s)) sets.push_back(&s);
+        else MESSAGE("skipped: this build or CPU does not run the " << std::string(s.name) << " kernels, their integer tiles are not compared");
+    }
+    return sets;
+}
+
 TEST_CASE("gguf: the integer product of every low-bit format: reference, fast twins bit for bit, plain within the rounding") {
     std::mt19937 rng(11);
     std::normal_distribution<float> g(0.0f, 1.0f);
-    std::vector<int> levels;
-    for (int simd = 0; simd <= quant_simd_level(); simd++) levels.push_back(simd);
-    if (quant_simd_level() < 1) MESSAGE("skipped: this build has no AVX2/FMA/F16C, the avx2 integer kernels are not compared");
-    if (quant_simd_level() < 2)
-        MESSAGE("skipped: this build has no AVX-512 F/BW/VL/VNNI, the avx512 integer kernels are not compared");
+    std::vector<const KernelSetInfo*> sets = quant_sets();
     int saved_threads = omp_get_max_threads();
     for (DType t : BLOCK_TYPES) {
         int block = dtype_block_size(t);
@@ -148,18 +157,20 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
             if (t == DType::Q8_0) {  // the same bits as kernels_fast.cpp's Q8_0 order (its scalar twin)
                 std::vector<float> twin((size_t)T * rows);
                 MatmulOut one = {twin.data(), &Q, nullptr};
-                matmul_fast(&one, 1, x.data(), T, SCALAR_KERNELS);
+                KernelScratch scratch;
+                matmul_fast(&one, 1, x.data(), T, SCALAR_KERNELS, scratch);
                 CHECK(std::memcmp(twin.data(), ref.data(), twin.size() * 4) == 0);
             }
-            for (int simd : levels)
+            for (const KernelSetInfo* set : sets)
                 for (int threads : {1, 3})
                     for (int batch : {1, 2, 3, 5, 9}) {
                         omp_set_num_threads(threads);
                         std::vector<float> fast((size_t)batch * rows);
-                        matmul_quant_fast(fast.data(), x.data(), Q, nullptr, batch, simd);
+                        KernelScratch scratch;
+                        matmul_quant_fast(fast.data(), x.data(), Q, nullptr, batch, *set->kernels, scratch);
                         int same = 0;
                         for (int i = 0; i < batch * rows; i++) same += std::memcmp(&fast[i], &ref[i], 4) == 0;
-                        INFO("simd " << simd << ", " << threads << " threads, batch " << batch);
+                        INFO(std::string(set->name) << ", " << threads << " threads, batch " << batch);
                         CHECK(same == batch * rows);  // bitwise: one summation order
                     }
         }
@@ -171,7 +182,7 @@ TEST_CASE("gguf: every block format packed for the tiles keeps every bit of the 
     std::mt19937 rng(12);
     std::normal_distribution<float> g(0.0f, 1.0f);
     int saved_threads = omp_get_max_threads();
-    if (quant_simd_level() < 2) MESSAGE("partly skipped: this build has no AVX-512 VNNI tile" << (quant_simd_level() ? ", the AVX2 one is compared" : " and no AVX2 one: the reference is compared"));
+    std::vector<const KernelSetInfo*> sets = quant_sets();
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
         for (int n_blocks : {dtype_block_size(t) / 32, 3 * dtype_block_size(t) / 32, 152}) {
             int cols = n_blocks * 32, rows = 48, T = 5;
@@ -208,12 +219,13 @@ TEST_CASE("gguf: every block format packed for the tiles keeps every bit of the 
             matmul_quant_plain(got.data(), x.data(), P, bias.data(), T);
             CHECK(std::memcmp(ref.data(), got.data(), ref.size() * 4) == 0);
             std::vector<uint8_t> xq((size_t)cols / 32 * Q8_BLOCK_BYTES);
-            for (int simd = 0; simd <= quant_simd_level(); simd++)
+            for (const KernelSetInfo* set : sets)
                 for (int threads : {1, 3})
                     for (int batch : {1, 2, 5}) {
                         omp_set_num_threads(threads);
                         std::vector<float> fast((size_t)batch * rows);
-                        matmul_quant_fast(fast.data(), x.data(), P, bias.data(), batch, simd);
+                        KernelScratch scratch;
+                        matmul_quant_fast(fast.data(), x.data(), P, bias.data(), batch, *set->kernels, scratch);
                         int same = 0;
                         for (int k = 0; k < batch; k++) {
                             quantize_row_q8_0(&x[(size_t)k * cols], cols, xq.data());
@@ -222,7 +234,7 @@ TEST_CASE("gguf: every block format packed for the tiles keeps every bit of the 
                                 same += std::memcmp(&fast[(size_t)k * rows + r], &want, 4) == 0;
                             }
                         }
-                        INFO("simd " << simd << ", " << threads << " threads, batch " << batch);
+                        INFO(std::string(set->name) << ", " << threads << " threads, batch " << batch);
                         CHECK(same == batch * rows);  // bitwise: the reference's order
                     }
         }

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels.h"
@@ -85,14 +86,17 @@ static std::vector<float> run_matmul(KernelSet set, int threads, const std::vect
 
 // The SIMD kernel sets this CPU runs (scalar always); the others are named
 // in a message, so a skip shows in the test output.
+// Every row of KERNEL_SETS that sums in the one order (kernels.h: exact),
+// so a new set is compared without being named here.
 static std::vector<KernelSet> simd_sets() {
-    std::vector<KernelSet> sets = {KernelSet::Scalar};
-    if (cpu_has_avx2()) sets.push_back(KernelSet::AVX2);
-    else MESSAGE("skipped: this CPU lacks AVX2/FMA/F16C, the avx2 kernels are not compared");
-    if (cpu_has_avx512()) sets.push_back(KernelSet::AVX512);
-    else MESSAGE("skipped: this CPU lacks AVX-512 F/BW/VL/BF16/VNNI, the avx512 kernels are not compared");
-    if (cpu_has_neon()) sets.push_back(KernelSet::NEON);
-    else MESSAGE("skipped: not a 64-bit ARM build, the neon kernels are not compared (make test-arm64 runs them)");
+    std::vector<KernelSet> sets;
+    for (int i = 0; i < N_KERNEL_SETS; i++) {
+        const KernelSetInfo& s = KERNEL_SETS[i];
+        if (s.set == KernelSet::Fast || s.set == KernelSet::Plain || !s.exact) continue;
+        if (kernel_set_runs_here(s)) sets.push_back(s.set);
+        else MESSAGE("skipped: this build or CPU does not run the " << std::string(s.name) << " kernels, they are not compared"
+                     << std::string(s.set == KernelSet::NEON ? " (make test-arm64 runs them)" : ""));
+    }
     return sets;
 }
 static const SimdKernels& simd_table(KernelSet set) {
@@ -204,7 +208,8 @@ TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set
     kernels_init(KernelSet::Fast, threads);
     std::vector<float> out((size_t)T * W.rows, NAN);
     MatmulOut one = {out.data(), &W, bias};
-    matmul_fast(&one, 1, x.data(), T, k);
+    KernelScratch scratch;
+    matmul_fast(&one, 1, x.data(), T, k, scratch);
     kernels_init(KernelSet::Fast, 0);
     return out;
 }
@@ -301,6 +306,49 @@ TEST_CASE("f32_to_bf16_daz: nearest-even like f32_to_bf16, subnormals to a zero 
     CHECK(f32_to_bf16_daz(1e-39f) == 0x0000);
     CHECK(f32_to_bf16_daz(-1e-39f) == 0x8000);
     CHECK(f32_to_bf16(1e-39f) != 0x0000);  // the plain rounding keeps a subnormal
+}
+
+// The kernels keep no buffer of their own (kernels.h:KernelScratch): two
+// threads, each with its scratch, multiply at once (Q8_0 and Q4_0 quantize
+// their activations; a bf16 matrix and prefill attention use the others)
+// and each gets the bits it gets alone, for every set.
+TEST_CASE("KernelScratch: two threads run matmul_many and attention_heads at once, each with its own buffers, and get the bits of one alone") {
+    std::mt19937 rng(31);
+    const int cols = 96, T = 5;
+    TestMat A = random_mat(DType::Q8_0, 19, cols, rng), B = random_mat(DType::Q4_0, 16, cols, rng),
+            C = random_mat(DType::BF16, 7, cols, rng);
+    std::vector<float> xs[2] = {random_vec((size_t)T * cols, rng), random_vec((size_t)T * cols, rng)};
+    TestMat K = random_mat(DType::F32, 9, 2 * 16, rng), V = random_mat(DType::F32, 9, 2 * 16, rng);
+    std::vector<float> q = random_vec((size_t)T * 4 * 16, rng);
+    auto run = [&](const std::vector<float>& x, KernelScratch& s, std::vector<float>* out) {
+        for (int rep = 0; rep < 20; rep++) {
+            const Mat* mats[3] = {&A.m, &B.m, &C.m};
+            for (int i = 0; i < 3; i++) {
+                out[i].assign((size_t)T * mats[i]->rows, NAN);
+                MatmulOut one = {out[i].data(), mats[i], nullptr};
+                matmul_many(&one, 1, x.data(), T, &s);
+            }
+            out[3].assign((size_t)T * 4 * 16, NAN);
+            attention_heads(out[3].data(), nullptr, q.data(), (const uint8_t*)K.m.data, (const uint8_t*)V.m.data,
+                            2 * 16 * 4, DType::F32, 4, 2, T, 9 - T + 1, 16, &s);
+        }
+    };
+    for (KernelSet set : simd_sets()) {
+        std::string name = kernel_set_name(set);
+        CAPTURE(name);
+        kernels_init(set, 2);
+        std::vector<float> alone[2][4], together[2][4];
+        KernelScratch s0, s1;
+        run(xs[0], s0, alone[0]);
+        run(xs[1], s0, alone[1]);
+        KernelScratch t0, t1;
+        std::thread a([&] { run(xs[0], t0, together[0]); }), b([&] { run(xs[1], t1, together[1]); });
+        a.join();
+        b.join();
+        for (int w = 0; w < 2; w++)
+            for (int i = 0; i < 4; i++) CHECK(bitwise_equal(alone[w][i], together[w][i]));
+    }
+    kernels_init(KernelSet::Fast, 0);
 }
 
 // matmul_many runs several matrices as one list of tiles. Each output must
@@ -679,9 +727,10 @@ static void run_heads(const HeadsCase& a, DType dt, const SimdKernels* k, int t_
     int q_dim = a.n_heads * a.hd, T = t_end - t_begin;
     const float* q = a.q.data() + (size_t)t_begin * q_dim;
     const uint8_t *keys = (const uint8_t*)a.K.m.data, *values = (const uint8_t*)a.V.m.data;
+    KernelScratch scratch;
     if (k)
         attention_heads_fast(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
-                             a.n_kv_heads, T, a.n_first + t_begin, a.hd, *k);
+                             a.n_kv_heads, T, a.n_first + t_begin, a.hd, *k, scratch);
     else
         attention_heads_plain(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
                               a.n_kv_heads, T, a.n_first + t_begin, a.hd);

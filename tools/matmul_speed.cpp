@@ -49,6 +49,7 @@ static void run(int argc, char** argv) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     LineVector<float> x((size_t)T * 4864), out((size_t)T * 4864);  // on cache lines, as the model's (net.h)
     for (auto& v : x) v = nd(rng);
+    KernelScratch scratch;  // the kernels' buffers, as the Net owns them (kernels.h)
     double total_flop = 0, total_s = 0;
     printf("%s, %d threads, %d tokens, %s weights%s\n", kernel_path_name(), threads, T, type.c_str(),
            dt == DType::BF16 ? "" : layout == "packed" ? " (packed where the tiles take them)" : " (the file's layout)");
@@ -64,11 +65,11 @@ static void run(int argc, char** argv) {
         W.dtype = DType::BF16, W.rows = s.rows, W.cols = s.cols, W.data = w.data();
         std::vector<uint8_t> q;
         if (dt != DType::BF16) W = quantize_mat(W, dt, q);
-        if (layout == "packed" && can_pack(W) && packed_tile_reads(W.dtype, quant_simd_for(kernel_path_name()))) pack_mat(W, q);
+        if (layout == "packed" && can_pack(W) && packed_tile_reads(W.dtype, g_kernels.simd)) pack_mat(W, q);
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             auto t0 = std::chrono::steady_clock::now();
-            matmul(out.data(), x.data(), W, nullptr, T);
+            matmul(out.data(), x.data(), W, nullptr, T, &scratch);
             double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             best = std::min(best, dt);
         }

@@ -3,7 +3,7 @@
 // --quant q8_0 turns every weight matrix into 8-bit blocks at load, and the
 // fast Q8_0 matmul quantizes each token's activations the same way before
 // multiplying. Both call this one function. `make exercise EX=q8_0` builds
-// this file into the engine in place of kernels.cpp's quantize_row_q8_0 and
+// this file into the engine in place of quants.cpp's quantize_row_q8_0 and
 // checks it.
 #include <cmath>
 #include <cstdint>
