@@ -25,10 +25,10 @@
 #include <nlohmann/json.hpp>
 #include "cli.h"
 #include "device.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "json_read.h"
 #include "logging.h"
-#include "quants.h"
+#include "gguf/quants.h"
 
 static const char* VERSION = "lantern 0.1 (Qwen2 architecture; safetensors bf16/f16/f32, q8_0 at load)";
 

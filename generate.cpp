@@ -11,10 +11,10 @@
 #include <chrono>
 #include <unistd.h>
 #include "generate.h"
-#include "gguf.h"
-#include "gguf_load.h"
-#include "quants.h"
-#include "net_cuda.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
+#include "gguf/quants.h"
+#include "cuda/net_cuda.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------

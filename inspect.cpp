@@ -10,8 +10,8 @@
 #include <iterator>
 #include <utf8proc.h>
 #include "cli.h"
-#include "gguf.h"
-#include "gguf_load.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "logging.h"
 
 // The text of one token, for display next to its id: its bytes as decoded

@@ -6,7 +6,7 @@
 // checks every one of them against the loops here.
 #include "kernels.h"
 #include "logging.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include <cmath>
 #include <omp.h>
 

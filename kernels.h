@@ -9,7 +9,7 @@
 // book/11-performance.md).
 #pragma once
 #include <vector>
-#include "quants.h"
+#include "gguf/quants.h"
 #include "tensor.h"
 
 // The kernel sets (--kernels). One rule for all of them: net.cpp calls the

@@ -24,9 +24,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "json_read.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include "logging.h"
 
 using json = nlohmann::json;

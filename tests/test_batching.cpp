@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "generate.h"
-#include "kv_pages.h"
+#include "serve/kv_pages.h"
 
 static Config small_config() {
     Config c;
@@ -219,7 +219,7 @@ TEST_CASE("forward_batch: a batch that needs more blocks than are free is refuse
 
 // ---------------------------------------------------------------------------
 // The scheduler, driven step by step without a server.
-#include "scheduler.h"
+#include "serve/scheduler.h"
 #include "trace_report.h"
 
 TEST_CASE("plan_step: decode rows first, then prompt chunks oldest first, within the row budget") {

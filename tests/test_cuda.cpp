@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels_cuda.h"
+#include "cuda/kernels_cuda.h"
 #include "net.h"
-#include "net_cuda.h"
+#include "cuda/net_cuda.h"
 
 // Runs `what`, returns the LanternError message it threw ("" when none).
 template <class Fn>

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <vector>
 #include "cli.h"
-#include "gguf.h"
-#include "gguf_load.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "model.h"
 #include "net.h"
 #include "tokenizer.h"

@@ -23,11 +23,11 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 #include "cli.h"
-#include "gguf.h"
-#include "gguf_load.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "model.h"
 #include "net.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include "tokenizer.h"
 #include "test_util.h"
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 
 static const double U = 1.0 / (1 << 24);
 

@@ -5,7 +5,7 @@
 // tests/check_hostile_server.sh).
 #include <doctest/doctest.h>
 #include <string>
-#include "server_api.h"
+#include "serve/server_api.h"
 #include "tokenizer.h"
 
 static const char* HI = "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]";

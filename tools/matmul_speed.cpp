@@ -12,7 +12,7 @@
 // loading does, and --layout file keeps the file's layout:
 //   build/matmul_speed --type q4_0 --layout file --tokens 1 --threads 1 --reps 200
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -16,7 +16,7 @@
 // float tolerance leaves room for another order.
 #include <map>
 #include "../checker_common.h"
-#include "kv_pages.h"
+#include "serve/kv_pages.h"
 
 void decoder_layer_student(Net& net, int layer, const Rows& rows);
 void decoder_layer_reference(Net& net, int layer, const Rows& rows);

@@ -6,7 +6,7 @@
 // quantized to Q4_0 and generating, and a Q4_K matrix product (the tiny
 // model's rows of 64 are too short for a super-block of 256).
 #include "../checker_common.h"
-#include "quants.h"
+#include "gguf/quants.h"
 
 void dequantize_block_q4_0_reference(const uint8_t* in, float* y);
 void dequantize_block_q4_0_student(const uint8_t* in, float* y);

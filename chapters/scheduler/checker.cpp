@@ -8,7 +8,7 @@
 // read, or one token generated), and the student's plan for the same slots
 // must give every slot the same count.
 #include "../checker_common.h"
-#include "scheduler.h"
+#include "serve/scheduler.h"
 #include "plan.h"
 
 std::vector<StepRows> plan_step_reference(const std::vector<SlotView>& slots, int batch_tokens);

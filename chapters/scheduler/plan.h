@@ -3,4 +3,4 @@
 // checker and scheduler.cpp:plan_step share.
 #pragma once
 #include <vector>
-#include "scheduler.h"
+#include "serve/scheduler.h"

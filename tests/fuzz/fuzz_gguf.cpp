@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <vector>
 #include "fuzz.h"
-#include "gguf.h"
-#include "gguf_load.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "model.h"
 #include "tokenizer.h"
 

@@ -3,7 +3,7 @@
 // 404 for a model other than "m"; an accepted request's settings lie in the
 // API's ranges.
 #include "fuzz.h"
-#include "server_api.h"
+#include "serve/server_api.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;

@@ -19,7 +19,7 @@
 // makes /health wait, for at most HEAD_DEADLINE_S per connection it holds
 // without sending a request (tests/check_hostile_server.sh shows both).
 // See book/12-serving.md and chapter 3 (untrusted input).
-#include "server_http.h"
+#include "serve/server_http.h"
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

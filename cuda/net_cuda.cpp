@@ -18,9 +18,9 @@
 // Why a separate file and not more of kernels_cuda.cu: kernels_cuda.cu is
 // the arithmetic (the twin of kernels.cpp), this is the orchestration (the
 // twin of net.cpp) — the order of operations, buffers, the decode graph.
-#include "net_cuda.h"
+#include "cuda/net_cuda.h"
 #include <chrono>
-#include "kernels_cuda.h"
+#include "cuda/kernels_cuda.h"
 #include "logging.h"
 #include "net.h"
 

@@ -33,7 +33,7 @@
 // The quantizers here are simple and deterministic (round to nearest with
 // the largest magnitude setting the scale). llama.cpp searches for better
 // scales; a file quantized either way is read the same way.
-#include "quants.h"
+#include "gguf/quants.h"
 #include <algorithm>
 #include <cmath>
 

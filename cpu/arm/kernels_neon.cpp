@@ -12,7 +12,7 @@
 // on such a core), and three plain NEON instructions otherwise. Both give
 // the same exact integers, so the same bits.
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include <cmath>
 #include <cstring>
 

@@ -22,7 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include "kv_pages.h"
+#include "serve/kv_pages.h"
 #include "generate.h"
 
 struct SchedRequest {

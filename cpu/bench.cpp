@@ -45,10 +45,10 @@
 #include <immintrin.h>
 #endif
 #include "cli.h"
-#include "gguf.h"
-#include "quants.h"
+#include "gguf/gguf.h"
+#include "gguf/quants.h"
 #include "kernels.h"
-#include "kernels_cuda.h"
+#include "cuda/kernels_cuda.h"
 #include "model.h"
 #include "net.h"
 

@@ -15,7 +15,7 @@
 // file compiles on any x86-64 compiler flags and runs only where
 // kernels.cpp:kernels_init found the CPU supports it.
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>

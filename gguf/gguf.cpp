@@ -22,7 +22,7 @@
 // The reader trusts nothing: every length and count is checked against the
 // bytes that are left before it is used, so a truncated or hostile file gets
 // a one-line error, never a read past the end.
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 
 // The layout for the tiles (quants.h:pack_mat). Each format's unit (a block
 // of 32 weights, or a super-block of 256) is code words — 4-byte words that

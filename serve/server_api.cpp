@@ -18,7 +18,7 @@
 // server (tests/test_server_request.cpp), and the body is fuzzed
 // (tests/fuzz/). The HTTP around them is server_http.cpp's; the queue that
 // runs a request, server.cpp's.
-#include "server_api.h"
+#include "serve/server_api.h"
 #include <algorithm>
 #include <cmath>
 #include "json_read.h"

@@ -26,11 +26,11 @@
 #include <cstdio>
 #include <map>
 #include "arch.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "cli.h"
 #include "logging.h"
 #include "model.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include "tokenizer.h"
 
 struct ConvertType {

@@ -33,7 +33,7 @@
 #include <cstring>
 #include <vector>
 #include "kernels.h"
-#include "quants.h"
+#include "gguf/quants.h"
 
 // quantize_row_q8_0 (quants.cpp) with the same bits, written so that
 // nothing in it is a library call. The plain version calls fmax and lround

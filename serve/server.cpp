@@ -34,14 +34,14 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include "net_cuda.h"
+#include "cuda/net_cuda.h"
 #include "logging.h"
 #include "cli.h"
 #include "generate.h"
-#include "scheduler.h"
-#include "quants.h"
-#include "server_api.h"
-#include "server_http.h"
+#include "serve/scheduler.h"
+#include "gguf/quants.h"
+#include "serve/server_api.h"
+#include "serve/server_http.h"
 #include "trace_report.h"
 
 using json = ApiJson;

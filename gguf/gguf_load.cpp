@@ -2,16 +2,16 @@
 // adapters above the file format (gguf.cpp), the model (model.cpp) and the
 // tokenizer (tokenizer_load.cpp), none of which knows of this file.
 // generate.cpp:open_model and open_tokenizer call them for a .gguf path.
-#include "gguf_load.h"
+#include "gguf/gguf_load.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include "arch.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "logging.h"
 #include "model.h"
-#include "quants.h"
+#include "gguf/quants.h"
 #include "tokenizer.h"
 
 // ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 // over its own positions, and each request has its own sampler and seed. So
 // a request's logits, and with them its text, are the same bits alone or
 // among others (tests/test_batching.cpp, tests/check_batching.sh).
-#include "scheduler.h"
+#include "serve/scheduler.h"
 #include <algorithm>
 #include <chrono>
 #include "logging.h"

@@ -1,5 +1,5 @@
 // kv_pages.cpp — the block pool behind kv_pages.h.
-#include "kv_pages.h"
+#include "serve/kv_pages.h"
 #include "logging.h"
 #include <algorithm>
 

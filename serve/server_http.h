@@ -4,7 +4,7 @@
 // server_http.cpp says why each limit exists.
 #pragma once
 #include <httplib.h>
-#include "server_api.h"
+#include "serve/server_api.h"
 
 // An httplib::Server whose connections run under the limits: register the
 // endpoints on it (server.cpp:route), bind, listen. It answers what it

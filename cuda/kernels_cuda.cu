@@ -23,7 +23,7 @@
 #ifndef LANTERN_CUDA
 #define LANTERN_CUDA  // this file is CUDA whatever the flags say: declare the launchers
 #endif
-#include "kernels_cuda.h"
+#include "cuda/kernels_cuda.h"
 
 // ---------------------------------------------------------------------------
 // Helpers
