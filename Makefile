@@ -12,7 +12,7 @@ BUILD    := build
 # --- Flags ------------------------------------------------------------------
 # ARCH picks the instruction set. On x86-64 the AVX2 and AVX-512 kernel files
 # are always built (their functions name their own targets) and chosen at run
-# time by cpuid; on ARM, kernels_fast.cpp compiles NEON code when the compiler
+# time by cpuid; on ARM, cpu/kernels_fast.cpp compiles NEON code when the compiler
 # targets it and its portable scalar twin otherwise.
 #   x86-64:     -march=native, this CPU's own extensions (AVX2, AVX-512 ...);
 #   ARM Linux:  -mcpu=native (NEON always; dotprod and fp16 where the core has them);
@@ -61,16 +61,21 @@ endif
 # What a user sets in CXXFLAGS (make CXXFLAGS=-O3, or in the environment)
 # adds to the flags Lantern needs; it replaces only the default -O2 -g.
 CXXFLAGS ?= -O2 -g
-override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
+override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
 LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -lpthread
 # Each object depends on the headers it includes: the compiler writes the
 # list (-MMD) into build/x.d next to build/x.o, and make reads them back.
 DEPFLAGS := -MMD -MP
 
-# Every top-level .cpp is one part of the engine, except main.cpp, which only
-# hands the command line to cli.cpp: the unit tests and the exercises link
-# the engine objects with their own main().
-ENGINE_SRCS := $(filter-out main.cpp,$(wildcard *.cpp))
+# The engine's sources: the top level is the first reading (the loop, the
+# forward pass, the plain kernels, loading, tokenizer, sampler, logging, the
+# report, the command line); each folder holds what a later chapter adds:
+# cpu/ the fast kernels (x86/ and arm/ their instruction sets), gguf/ the
+# file format and the block formats, cuda/ the GPU, serve/ the server. One
+# glob per folder. main.cpp only hands the command line to cli.cpp: the unit
+# tests and the exercises link the engine objects with their own main().
+SRC_DIRS    := . cpu cpu/x86 cpu/arm gguf serve cuda
+ENGINE_SRCS := $(filter-out main.cpp,$(patsubst ./%,%,$(wildcard $(SRC_DIRS:%=%/*.cpp))))
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
 TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
@@ -78,7 +83,6 @@ TEST_OBJS   := $(TEST_SRCS:tests/%.cpp=$(BUILD)/tests/%.o)
 # An object whose .d list is missing (built by an older Makefile, or never)
 # is rebuilt, so no object can silently miss a header change.
 $(BUILD)/%.d: ;
-$(BUILD)/tests/%.d: ;
 
 # make cuda: the same ./run plus the GPU backend (--device cuda), built in
 # build/cuda so CPU and CUDA objects never mix; `make` switches ./run back.
@@ -93,9 +97,10 @@ cuda:
 	@ln -sf $(BUILD)/cuda/run run
 ifdef LANTERN_CUDA
 override CXXFLAGS += -DLANTERN_CUDA -I$(CUDA_HOME)/include
-ENGINE_OBJS += $(BUILD)/kernels_cuda.o
+ENGINE_OBJS += $(BUILD)/cuda/kernels_cuda.o
 LDLIBS      += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
-$(BUILD)/kernels_cuda.o: kernels_cuda.cu kernels_cuda.h | $(BUILD)
+$(BUILD)/cuda/kernels_cuda.o: cuda/kernels_cuda.cu cuda/kernels_cuda.h | $(BUILD)
+	@mkdir -p $(@D)
 	$(NVCC) -std=c++17 -O2 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
 endif
 
@@ -107,6 +112,7 @@ $(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/main.o
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
+	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
@@ -114,11 +120,11 @@ $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
 # serve_page.html, the page `./run serve` answers GET / with, goes into the
-# binary as one C++ raw string literal that server.cpp includes.
-$(BUILD)/serve_page.inc: serve_page.html | $(BUILD)
+# binary as one C++ raw string literal that serve/server.cpp includes.
+$(BUILD)/serve_page.inc: serve/serve_page.html | $(BUILD)
 	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@
-$(BUILD)/server.o: $(BUILD)/serve_page.inc
-$(BUILD)/server.o: override CXXFLAGS += -I$(BUILD)
+$(BUILD)/serve/server.o: $(BUILD)/serve_page.inc
+$(BUILD)/serve/server.o: override CXXFLAGS += -I$(BUILD)
 
 $(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
 	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -230,12 +236,12 @@ train: deps
 # briefly.
 FUZZ_SECONDS ?= 180
 FUZZ_CXX     ?= clang++
-FUZZ_FLAGS   := -O1 -g -std=c++17 $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitize=address,undefined \
+FUZZ_FLAGS   := -O1 -g -std=c++17 -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_ENGINE  := common json_read arch model gguf gguf_load quants logging tokenizer tokenizer_load server_api
+FUZZ_ENGINE  := common json_read arch model gguf/gguf gguf/gguf_load gguf/quants logging tokenizer tokenizer_load serve/server_api
 # The matrix kernels read no input bytes; they come from the normal build
 # (clang 14 lacks some of their cpu-feature names).
-FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp) quants_fast.cpp quants_packed.cpp)
+FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp cpu/*kernels*.cpp cpu/x86/*.cpp cpu/arm/*.cpp) cpu/quants_fast.cpp cpu/quants_packed.cpp)
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 -include $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.d) $(FUZZ_NAMES:%=$(BUILD)/fuzz/%.d)
 .PHONY: fuzz fuzz-build
@@ -244,7 +250,7 @@ fuzz: fuzz-build
 	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(BUILD)/fuzz
 
 $(BUILD)/fuzz/obj/%.o: %.cpp
-	@mkdir -p $(BUILD)/fuzz/obj
+	@mkdir -p $(@D)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.o) $(FUZZ_KERNELS)

@@ -34,18 +34,18 @@ cd "$(dirname "$0")/.."
 
 # The exercises: NAME  engine file  functions the student writes.
 table="
-safetensors  model.cpp      parse_safetensors
-rmsnorm      kernels.cpp    rmsnorm
-rope         kernels.cpp    apply_rope
-attention    kernels.cpp    attention_head_plain
-bpe          tokenizer.cpp  bpe_word
-rng          sampler.cpp    rng_next rng_uniform sample_roulette
-top-p        sampler.cpp    apply_top_p
-q8_0         quants.cpp     quantize_row_q8_0
-tiled-matmul kernels.cpp    matmul_plain
-layer        net.cpp        decoder_layer
-scheduler    scheduler.cpp  plan_step
-q4           quants.cpp     dequantize_block_q4_0 dequantize_block_q4_k
+safetensors  model.cpp            parse_safetensors
+rmsnorm      kernels.cpp          rmsnorm
+rope         kernels.cpp          apply_rope
+attention    kernels.cpp          attention_head_plain
+bpe          tokenizer.cpp        bpe_word
+rng          sampler.cpp          rng_next rng_uniform sample_roulette
+top-p        sampler.cpp          apply_top_p
+q8_0         gguf/quants.cpp      quantize_row_q8_0
+tiled-matmul kernels.cpp          matmul_plain
+layer        net.cpp              decoder_layer
+scheduler    serve/scheduler.cpp  plan_step
+q4           gguf/quants.cpp      dequantize_block_q4_0 dequantize_block_q4_k
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"
@@ -59,6 +59,7 @@ line=$(echo "$table" | awk -v ex="$ex" '$1 == ex')
 [ -n "$ex" ] && [ -n "$line" ] || usage
 read -r _ src funcs <<<"$line"
 base=${src%.cpp}
+stem=$(basename "$base")  # the engine file's name without its folder
 
 # The compiler, flags, libraries and engine objects are the Makefile's
 # (`make exercise` passes them); asked from make when run by hand.
@@ -73,7 +74,7 @@ done
 
 dir=build/exercise/$ex
 mkdir -p "$dir"
-headers=$(ls *.h chapters/*.h chapters/$ex/*.h 2>/dev/null || true)  # an exercise may have a header of its own
+headers=$(ls *.h */*.h chapters/$ex/*.h 2>/dev/null || true)  # an exercise may have a header of its own
 # stale OUT INPUTS...: true when OUT is missing or older than an input.
 stale() {
     local out=$1; shift
@@ -96,7 +97,7 @@ echo "== exercise $ex: $funcs (from $src)"
 
 # The engine's file, compiled once (shared by the exercises of one file),
 # and its three copies.
-pic=build/exercise/$base.pic.o
+pic=build/exercise/$stem.pic.o
 if stale "$pic" "$src" $headers; then
     echo "   compiling $src (-fPIC)"
     $CXX $CXXFLAGS -fPIC -I. -c -o "$pic.tmp" "$src"
@@ -104,9 +105,9 @@ if stale "$pic" "$src" $headers; then
 fi
 weaken=()
 for f in $funcs; do weaken+=(--weaken-symbol="_Z${#f}$f*"); done
-objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$base.engine.o"
+objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$stem.engine.o"
 objcopy $(renamed _reference "$pic") --weaken "$pic" "$dir/reference.o"
-engine_objs=("$dir/reference.o" "$dir/$base.engine.o")
+engine_objs=("$dir/reference.o" "$dir/$stem.engine.o")
 
 if [ $solution = 1 ]; then
     echo "   SOLUTION=1: the engine's own $funcs stand in for the stub"

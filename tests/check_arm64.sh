@@ -46,7 +46,7 @@ make --no-print-directory -s "${arm[@]}" $B/run $B/unit_tests
 flags=$(var "${arm[@]}" print-CXXFLAGS | sed 's/-march=armv8.2-a+dotprod+fp16/-march=armv8-a/')
 objs=$(var "${arm[@]}" print-ENGINE_OBJS | tr ' ' '\n' | grep -v '/kernels_neon.o$' | tr '\n' ' ')
 # shellcheck disable=SC2086  # flag and file lists are meant to split into words
-$CROSS $flags -c -o $B/kernels_neon_v80.o kernels_neon.cpp
+$CROSS $flags -c -o $B/kernels_neon_v80.o cpu/arm/kernels_neon.cpp
 # shellcheck disable=SC2086
 $CROSS $flags -o $B/unit_tests_v80 $objs $B/kernels_neon_v80.o $(var "${arm[@]}" print-TEST_OBJS) \
     $(var "${arm[@]}" print-LDLIBS)
@@ -54,7 +54,7 @@ $CROSS $flags -o $B/unit_tests_v80 $objs $B/kernels_neon_v80.o $(var "${arm[@]}"
 status=0
 echo "== unit tests, ARMv8.2 + dotprod + fp16 (qemu -cpu max)"
 if "$QEMU" -cpu max $B/unit_tests --no-version 2>&1 | tail -3; then :; else status=1; fi
-# Only kernels_neon.cpp is built for ARMv8.0 (its code path without vdotq is
+# Only cpu/arm/kernels_neon.cpp is built for ARMv8.0 (its code path without vdotq is
 # chosen at compile time); the other objects keep ARMv8.2's fp16
 # conversions, so the emulated CPU is still one that has them.
 echo "== kernel tests, NEON built for ARMv8.0 (no dotprod), on qemu -cpu max"

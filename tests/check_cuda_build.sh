@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA backend compiles and links, on any machine with nvcc, GPU or not,
-# so it never rots: kernels_cuda.cu through nvcc, net_cuda.cpp and
+# so it never rots: cuda/kernels_cuda.cu through nvcc, cuda/net_cuda.cpp and
 # tests/test_cuda.cpp with -DLANTERN_CUDA (the rules and flags of `make
 # cuda`, objects in build/cuda), linked with the CPU build's other objects
 # and the static CUDA runtime into build/cuda/check_tests. Its cuda:* cases
@@ -20,10 +20,10 @@ cuda_vars=(BUILD=build/cuda LANTERN_CUDA=1 NVCC="$NVCC" CUDA_HOME="$CUDA_HOME")
 # A Makefile variable's value, so this script repeats no flags or file lists.
 var() { make -s --no-print-directory --eval='print-%: ; @echo $($*)' "$@"; }
 
-cuda_objs=(build/cuda/kernels_cuda.o build/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
+cuda_objs=(build/cuda/cuda/kernels_cuda.o build/cuda/cuda/net_cuda.o build/cuda/tests/test_cuda.o)
 cpu_objs=()
 for o in $(var print-ENGINE_OBJS) $(var print-TEST_OBJS); do
-    case "$o" in build/net_cuda.o | build/tests/test_cuda.o) ;; *) cpu_objs+=("$o") ;; esac
+    case "$o" in build/cuda/net_cuda.o | build/tests/test_cuda.o) ;; *) cpu_objs+=("$o") ;; esac
 done
 make --no-print-directory "${cpu_objs[@]}"
 make --no-print-directory "${cuda_vars[@]}" "${cuda_objs[@]}"
