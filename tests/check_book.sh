@@ -78,4 +78,22 @@ if grep -q "net.cpp:forward" <<<"$out"; then echo "self-test: the good reference
 if [ $ok = 0 ]; then echo "--- book_check.py said:"; echo "$out"; exit 1; fi
 echo "self-test ok: every planted mistake reported"
 
+# The map of files (tools/file_map.py) on a copy of the tree with a planted
+# source file in no row, a row whose file is gone, and a README edited by hand.
+tree=$tmp/tree; mkdir -p "$tree"
+git ls-files -co --exclude-standard | grep -v -e '^models/' -e node_modules | tar -cf - -T - | tar -xf - -C "$tree"
+$PY tools/file_map.py --root "$tree" >/dev/null || { echo "file map: the copy of the tree fails before any plant"; exit 1; }
+echo "// planted" > "$tree/planted.cpp"
+rm "$tree/json_read.h"
+sed -i 's/^| `run.cpp` | /| `run.cpp` | edited by hand: /' "$tree/README.md"
+out=$($PY tools/file_map.py --root "$tree" 2>&1); rc=$?
+for e in "planted.cpp is in no row" "the row for json_read.h names a file that does not exist"; do
+    grep -qF -- "$e" <<<"$out" || { echo "file map self-test: no message containing: $e"; echo "$out"; exit 1; }
+done
+rm "$tree/planted.cpp"; git show HEAD:json_read.h > "$tree/json_read.h" 2>/dev/null || cp json_read.h "$tree/"
+out=$($PY tools/file_map.py --root "$tree" 2>&1); rc=$?
+grep -qF "README.md: the map section is not what" <<<"$out" && [ $rc = 1 ] ||
+    { echo "file map self-test: a README map edited by hand was not reported"; echo "$out"; exit 1; }
+echo "self-test ok: the file map reports a file in no row, a missing file and a stale README"
+
 $PY tools/book_check.py
