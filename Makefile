@@ -1,7 +1,11 @@
 # Lantern — build, test and run.
 #   make          build ./run (a link to build/run)
-#   make run      install what is missing, build, generate text with the default model
-#   make test     install what is missing, build, run every test; last line "N passed, N failed"
+#   make run      install what building and running need, build, generate text with the default model
+#   make test     install what its tests need, build, run the unit tests and the checks that prove
+#                 the engine (minutes); last line "N passed, N failed, N skipped"
+#   make test-all the same plus the long checks: fuzzing, sanitizers, ARM under qemu, the clang
+#                 build, the whole book run and in Chromium, llama.cpp parity (CI runs this)
+#   make unit     the doctest cases alone
 #   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
@@ -104,7 +108,7 @@ $(BUILD)/cuda/kernels_cuda.o: cuda/kernels_cuda.cu cuda/kernels_cuda.h | $(BUILD
 	$(NVCC) -std=c++17 -O2 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
 endif
 
-.PHONY: all deps models run test bench clean
+.PHONY: all deps deps-run deps-test models run test test-all unit bench clean
 all: $(BUILD)/run $(BUILD)/gen_model
 	@ln -sf $(BUILD)/run run
 
@@ -139,9 +143,15 @@ $(BUILD)/matmul_speed: tools/matmul_speed.cpp $(ENGINE_OBJS) | $(BUILD)
 $(BUILD):
 	@mkdir -p $(BUILD)
 
-# Installs missing apt packages and npm modules, fetches the Qwen tokenizer.
+# Installs missing apt packages and npm modules, fetches the Qwen tokenizer:
+# deps-run what building and running need, deps-test what `make test` needs
+# too, deps everything (tools/install_deps.sh says what each layer holds).
+deps-run:
+	@bash tools/install_deps.sh run
+deps-test:
+	@bash tools/install_deps.sh test
 deps:
-	@bash tools/install_deps.sh
+	@bash tools/install_deps.sh all
 
 # The generated test models (random weights, real tokenizer). On a fresh
 # clone this also fetches the tokenizer (tools/install_deps.sh).
@@ -153,16 +163,27 @@ models: $(BUILD)/gen_model
 # as every run does by default (greedy decoding makes this small model loop:
 # see chapter 14).
 DEMO_PROMPT ?= Tell me about the flood
-run: deps
-	@$(MAKE) --no-print-directory all models
+run: deps-run
+	@$(MAKE) --no-print-directory all
 	./run "$(DEMO_PROMPT)" -n 64
 
-test: deps
+# The test tiers (tests/run_all.sh): `make test` before every commit (a check
+# whose script says "# tier: all" waits for `make test-all`), `make unit` the
+# doctest cases alone.
+test: deps-test
 	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
 	@$(MAKE) --no-print-directory models
-	@bash tests/run_all.sh
+	@bash tests/run_all.sh quick
 
-# 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test`):
+test-all: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory models
+	@bash tests/run_all.sh all
+
+unit: all $(BUILD)/unit_tests
+	@bash tests/run_all.sh unit
+
+# 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test-all`):
 # cross-compiled into build/arm64 and run under qemu-aarch64; the unit tests,
 # the fast-vs-plain check, and logits and a generation compared with x86.
 .PHONY: test-arm64

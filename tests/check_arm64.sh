@@ -21,11 +21,11 @@ CROSS=${CROSS:-aarch64-linux-gnu-g++}
 QEMU=${QEMU:-$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)}
 if ! command -v "$CROSS" >/dev/null || [ -z "$QEMU" ]; then
     echo "skipped: needs $CROSS and qemu-aarch64 (Debian: g++-aarch64-linux-gnu qemu-user-static)"
-    exit 0
+    exit 77
 fi
 if [ ! -e /usr/lib/aarch64-linux-gnu/libutf8proc.so ]; then
     echo "skipped: no arm64 libraries (Debian: dpkg --add-architecture arm64; apt-get install libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64)"
-    exit 0
+    exit 77
 fi
 
 # Without OpenMP (compat/omp.h: one thread, the same bits): qemu runs a

@@ -12,7 +12,7 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 [ -x "$NVCC" ] || NVCC=$(command -v nvcc || true)
 if [ -z "$NVCC" ]; then
     echo "skipped: no nvcc"
-    exit 0
+    exit 77
 fi
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 cuda_vars=(BUILD=build/cuda LANTERN_CUDA=1 NVCC="$NVCC" CUDA_HOME="$CUDA_HOME")

@@ -27,7 +27,7 @@
 # greedy continuations are identical.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -d tools/node_modules/node-llama-cpp ]; then echo "SKIP: tools/node_modules/node-llama-cpp is not installed"; exit 0; fi
+if [ ! -d tools/node_modules/node-llama-cpp ]; then echo "skipped: tools/node_modules/node-llama-cpp is not installed"; exit 77; fi
 work=build/gguf_llama
 mkdir -p $work
 [ -f $work/k256/model.safetensors ] && [ $work/k256/model.safetensors -nt build/gen_model ] ||

