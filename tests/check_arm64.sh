@@ -28,10 +28,10 @@ if [ ! -e /usr/lib/aarch64-linux-gnu/libutf8proc.so ]; then
     exit 77
 fi
 
-# Without OpenMP (compat/omp.h: one thread, the same bits): qemu runs a
-# program with several threads very slowly (measured here: a 40-token forward
-# pass on models/tiny, 24 s on one thread, over 120 s on two). That the
-# result does not depend on the thread count is checked on x86.
+# Without OpenMP (compat/omp.h: one thread, the same bits): qemu emulates
+# every thread on the host's cores and makes their meetings slow, so several
+# threads take several times longer than one. That the result does not
+# depend on the thread count is checked on x86.
 B=build/arm64
 arm=(BUILD=$B CXX="$CROSS" ARCH=-march=armv8.2-a+dotprod+fp16 OPENMP=0)
 # A Makefile variable's value, so this script repeats no flags or file lists.

@@ -376,7 +376,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)   # 1 thread measured 3-4x faster than 2 on 2 cores
+    torch.set_num_threads(args.threads)   # a small model's ops are too short to gain from a second thread
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     os.makedirs(args.work, exist_ok=True)
