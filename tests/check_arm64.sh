@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # Lantern on 64-bit ARM, checked on an x86 machine: cross-compiled with
 # Debian's aarch64-linux-gnu-g++ (arm64 libraries through multiarch) and run
 # under qemu-aarch64 (user-mode emulation: ARM instructions, this machine's

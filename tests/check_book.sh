@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The book tells the truth: tools/book_check.py runs every `sh try` command of
-# book/*.md, compares every `text output-of:` block with the command's real
-# output, and checks code references, flags, subcommands and links.
+# The book tells the truth, the static half (make test): tools/book_check.py
+# --no-run checks every code reference, quote, flag, subcommand, link and the
+# map of files; tests/check_book_commands.sh (make test-all) also runs every
+# `sh try` command of book/*.md and compares every `text output-of:` block.
 #
 # First a self-test: a chapter with one planted mistake of each kind must be
 # rejected with a message naming each one (a checker that cannot fail proves
@@ -96,4 +97,4 @@ grep -qF "README.md: the map section is not what" <<<"$out" && [ $rc = 1 ] ||
     { echo "file map self-test: a README map edited by hand was not reported"; echo "$out"; exit 1; }
 echo "self-test ok: the file map reports a file in no row, a missing file and a stale README"
 
-$PY tools/book_check.py
+$PY tools/book_check.py --no-run

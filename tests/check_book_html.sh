@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # tests/check_book_html.sh — the HTML book (make book) in a real browser.
 #
 # Renders book/*.md and the exercise pages into build/book_html_check, then:

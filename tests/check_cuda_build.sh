@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # The CUDA backend compiles and links, on any machine with nvcc, GPU or not,
 # so it never rots: cuda/kernels_cuda.cu through nvcc, cuda/net_cuda.cpp and
 # tests/test_cuda.cpp with -DLANTERN_CUDA (the rules and flags of `make

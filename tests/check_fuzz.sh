@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # tests/check_fuzz.sh — every libFuzzer target in tests/fuzz/ (ASan + UBSan)
 # replays its committed corpus and then fuzzes for FUZZ_CHECK_SECONDS
 # (default 15) each, so that a regression in a reader of untrusted input is

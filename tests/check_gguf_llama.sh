@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # GGUF files written by `./run convert` against llama.cpp itself (npm
 # node-llama-cpp 3.21.1, its prebuilt CPU library): llama.cpp loads every
 # file, and its log-probabilities on the file agree with Lantern's on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # tests/check_portable_build.sh — the build is not tied to GCC on Debian.
 #
 # Builds the engine and the unit tests with clang++ in build/clang, through

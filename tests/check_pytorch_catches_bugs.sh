@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # The PyTorch comparison must be able to fail. Plant two classic bugs in a
 # copy of the source — RoPE pairs interleaved (i, i+1) instead of rotate_half
 # (i, i+half), and the q/k/v bias dropped — build each mutant from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # tests/check_sanitize.sh — `make sanitize` as part of `make test`: the unit
 # tests and the command-line checks once more, in a build with
 # AddressSanitizer and UndefinedBehaviorSanitizer (build/sanitize). Any

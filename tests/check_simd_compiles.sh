@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # The SIMD kernel files compile whatever the machine running the tests has:
 #   1. kernels_avx512.cpp with the explicit flags -mavx512f -mavx512bw
 #      -mavx512vl -mavx512bf16 -mavx512vnni (on a baseline x86-64 target),
