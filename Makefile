@@ -205,8 +205,9 @@ clean:
 	rm -rf $(BUILD) run
 
 # The book: `make book` renders book/*.md to HTML in build/book/ (pandoc);
-# `make book-check` runs its commands and compares its outputs (also part of
-# `make test`, as tests/check_book.sh).
+# `make book-check` runs its commands and compares its outputs (part of
+# `make test-all`, as tests/check_book_commands.sh; `make test` runs its
+# static checks, tests/check_book.sh).
 .PHONY: book book-check
 book:
 	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book
@@ -253,7 +254,7 @@ train: deps
 # bytes, built with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
 # build/fuzz. `make fuzz` runs each for FUZZ_SECONDS from its committed seed
 # corpus (tests/fuzz/corpus/NAME); a failing input is saved in
-# build/fuzz/crashes/. tests/check_fuzz.sh (part of `make test`) runs each
+# build/fuzz/crashes/. tests/check_fuzz.sh (part of `make test-all`) runs each
 # briefly.
 FUZZ_SECONDS ?= 180
 FUZZ_CXX     ?= clang++
