@@ -32,7 +32,7 @@ three
 ```
 
 ```cpp quote-of: net.cpp:attention
-int T = seq.T, pos = seq.pos;
+int hd = c.head_dim, q_dim = c.n_heads * hd;
 for (int j = 0; j < n; j++)
     s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
 ```
