@@ -56,10 +56,11 @@ bool kernel_set_runs_here(const KernelSetInfo& s);
 // products at once; out[r][t] = row r of W . token t of x (MAX_TILE:
 // tensor.h).
 //
-// A new kernel set (say RISC-V's vector extension) provides, in one file of
-// its own (kernels_rvv.cpp, its functions carrying their target as
-// kernels_avx2.cpp's pragma does, the whole file inside the #if of its
-// architecture):
+// A new kernel set (say RISC-V's vector extension) provides, in a folder
+// of its instruction set under cpu/ (cpu/riscv/kernels_rvv.cpp, and its
+// block formats' tiles in quants_rvv.cpp if it has them, as cpu/x86/ does;
+// their functions carrying their target as kernels_avx2.cpp's pragma does,
+// each file inside the #if of its architecture):
 //   - a `const SimdKernels` with every field below: name, the tile shapes,
 //     tile, tile_q8 (or nullptr: Q8_0 then runs in the block formats'
 //     driver, which needs quant_tile with quant_tile_q8), dot, axpy,
@@ -71,7 +72,8 @@ bool kernel_set_runs_here(const KernelSetInfo& s);
 //   - its extern declaration below, a KernelSet value, a row in KERNEL_SETS
 //     (kernels.cpp) with its cpu_has_*() test (kernels_fast.cpp: cpuid or
 //     the build target), and its place in kernels_init's choice for "fast";
-//   - the Makefile compiles every top-level .cpp; nothing to add there.
+//   - the folder's glob in the Makefile's SRC_DIRS (cpu/x86 and cpu/arm are
+//     there), its row in tools/file_map.txt.
 // The tests then cover it without being told: tests/test_kernels.cpp
 // (float and Q8_0 matmul, attention, exp) and tests/test_gguf.cpp (every
 // block format, file layout and packed) loop over KERNEL_SETS and compare
@@ -140,7 +142,7 @@ struct SimdKernels {
 // prefetcher follows; the float tiles need nothing more. The AVX2 Q8_0
 // tile (kernels_avx2.cpp) also asks for the same columns PREFETCH_ROWS rows further
 // down each stripe, early enough that they arrive before they are needed
-// (the block formats' tiles do likewise: kernels_avx2.cpp:prefetch_distance).
+// (the block formats' tiles do likewise: quants_avx2.cpp:prefetch_distance).
 // A prefetch never faults, past the matrix's end included, and changes no
 // result.
 const int PREFETCH_ROWS = 8;

@@ -18,8 +18,8 @@
 // what every instruction set shares: the activations' rounding to Q8_0,
 // the driver and the portable tile, which calls the reference itself. The
 // SIMD tiles are a kernel set's (kernels.h:SimdKernels::quant_tile), each
-// in its instruction set's file: kernels_avx2.cpp holds the 16 lanes in two
-// registers, kernels_avx512.cpp in one (two blocks per step), and the
+// in its instruction set's folder: quants_avx2.cpp holds the 16 lanes in two
+// registers, quants_avx512.cpp in one (two blocks per step), and the
 // kernel set chosen at run time (--kernels, cpuid) picks them. All give
 // the same bits for every tile, batch size and thread count
 // (tests/test_gguf.cpp).

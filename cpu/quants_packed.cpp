@@ -1,7 +1,7 @@
 // quants_packed.cpp — the block formats (Q4_0 ... Q6_K) laid out at load for
 // the integer tiles (pack_mat, called by model.cpp:pack_model), and those
 // tiles' driver; the tiles themselves are a kernel set's (kernels.h:
-// SimdKernels::packed_group), in kernels_avx512.cpp and kernels_avx2.cpp.
+// SimdKernels::packed_group), in quants_avx512.cpp and quants_avx2.cpp.
 //
 // quants_fast.cpp's tiles read the file's layout: a block's scale and codes
 // side by side, row after row, so each block costs shuffles to put codes
@@ -139,8 +139,8 @@ void pack_mat(Mat& W, std::vector<uint8_t>& storage) {
 
 // Two tiles read the layout, each in its instruction set's file and a
 // kernel set's SimdKernels::packed_group: AVX-512's (16 rows in the 16
-// lanes of one register, kernels_avx512.cpp) and AVX2's (two halves of 8,
-// all formats but Q8_0, kernels_avx2.cpp).
+// lanes of one register, quants_avx512.cpp) and AVX2's (two halves of 8,
+// all formats but Q8_0, quants_avx2.cpp).
 bool packed_tile_reads(DType t, const SimdKernels* k) {
     return k && k->packed_group && packed_form(t).unit > 0 && (t != DType::Q8_0 || k->packed_q8);
 }

@@ -31,20 +31,20 @@ for insn in "vfmadd[0-9]*ps.*zmm" "vcvtph2ps.*zmm" "vdpbf16ps.*zmm"; do
 done
 # The block formats' tiles live in the ISA files and carry their targets:
 # built for a baseline x86-64, without any -m flag, they are still there.
-$CXX $base -c cpu/x86/kernels_avx512.cpp -o $tmp/q.o
+$CXX $base -c cpu/x86/quants_avx512.cpp -o $tmp/q.o
 if grep -qE "vpdpbusd.*zmm" <<<"$(objdump -d --no-show-raw-insn $tmp/q.o)"; then
-    echo "ok: baseline x86-64: kernels_avx512.o has the block formats' vpdpbusd.*zmm"
-else echo "FAIL: baseline x86-64: no vpdpbusd.*zmm in kernels_avx512.o"; status=1; fi
-$CXX $base -c cpu/x86/kernels_avx2.cpp -o $tmp/q.o
+    echo "ok: baseline x86-64: quants_avx512.o has the block formats' vpdpbusd.*zmm"
+else echo "FAIL: baseline x86-64: no vpdpbusd.*zmm in quants_avx512.o"; status=1; fi
+$CXX $base -c cpu/x86/quants_avx2.cpp -o $tmp/q.o
 if grep -qE "vpmaddubsw.*ymm" <<<"$(objdump -d --no-show-raw-insn $tmp/q.o)"; then
-    echo "ok: baseline x86-64: kernels_avx2.o has the block formats' vpmaddubsw.*ymm"
-else echo "FAIL: baseline x86-64: no vpmaddubsw.*ymm in kernels_avx2.o"; status=1; fi
+    echo "ok: baseline x86-64: quants_avx2.o has the block formats' vpmaddubsw.*ymm"
+else echo "FAIL: baseline x86-64: no vpmaddubsw.*ymm in quants_avx2.o"; status=1; fi
 for f in cpu/quants_fast.cpp cpu/quants_packed.cpp; do
     if $CXX $base -c $f -o $tmp/q.o && ! grep -qE "ymm|zmm" <<<"$(objdump -d --no-show-raw-insn $tmp/q.o)"; then
         echo "ok: $f (the drivers) compiles for baseline x86-64 and selects no SIMD code itself"
     else echo "FAIL: $f does not compile for baseline x86-64, or uses AVX registers"; status=1; fi
 done
-for f in cpu/x86/kernels_avx512.cpp cpu/x86/kernels_avx2.cpp cpu/kernels_fast.cpp; do
+for f in cpu/x86/kernels_avx512.cpp cpu/x86/kernels_avx2.cpp cpu/x86/quants_avx512.cpp cpu/x86/quants_avx2.cpp cpu/kernels_fast.cpp; do
     if $CXX $base -c $f -o $tmp/b.o; then echo "ok: $f compiles for baseline x86-64 (no -m flags)"
     else echo "FAIL: $f does not compile for baseline x86-64"; status=1; fi
 done
