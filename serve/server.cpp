@@ -260,6 +260,9 @@ static void route(httplib::Server& svr, Server& e) {
     svr.Get("/v1/models", [&e](const Request&, Response& res) {
         res.set_content(api_dump(models_json(e.model_id, e.started)), "application/json");
     });
+    svr.Get("/props", [&e](const Request&, Response& res) {
+        res.set_content(api_dump(props_json(e.model_id, e.defaults)), "application/json");
+    });
     // The page to watch it: a chat with each token shaded by its
     // probability, and the scheduler live (serve_page.html, built in).
     static const char page[] =

@@ -148,6 +148,18 @@ static void check_model(const json& b, const RequestDefaults& d) {
                    "model", "model_not_found"};
 }
 
+// Tool calling (OpenAI's "tools" and "tool_choice", and the older
+// "functions" and "function_call") asks the model to answer with a call
+// that the server parses out of its text; Lantern's templates and models
+// have no such format. A request that asks for it gets a 400 naming the
+// field: ignored, it would be answered with plain text the client
+// cannot tell from a refusal to call.
+static void refuse_tools(const json& b) {
+    for (const char* f : {"tools", "tool_choice", "functions", "function_call"})
+        if (json_has(b, f))
+            bad_request(f, "unsupported_parameter", std::string("'") + f + "' is not supported: this server does not run tool calls");
+}
+
 GenerationRequest parse_generation_request(const std::string& body, bool chat, const RequestDefaults& d,
                                            uint32_t fresh_seed) {
     json b;
@@ -161,6 +173,7 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
     r.chat = chat;
     try {
         check_model(b, d);
+        refuse_tools(b);
         r.prompt_text = chat ? chat_prompt(b, d) : completion_prompt(b);
         read_generation_fields(b, r, d, fresh_seed);
     } catch (const JsonError& ex) {  // json_read.h names the field and says what is wrong
@@ -263,6 +276,20 @@ ApiJson usage_chunk_json(const Completion& c, const std::string& model) {
     u["choices"] = ApiJson::array();
     u["usage"] = usage_json(c);
     return u;
+}
+
+ApiJson props_json(const std::string& model, const RequestDefaults& d) {
+    const SamplerParams& s0 = d.gen.sampling;
+    // floats as the decimal a user typed (0.7, not 0.699999988079071)
+    auto dec = [](float v) { return std::round((double)v * 1e6) / 1e6; };
+    struct { double temperature, top_p, repeat_penalty, frequency_penalty, presence_penalty; int top_k; uint32_t seed; } s = {
+        dec(s0.temperature), dec(s0.top_p), dec(s0.repeat_penalty), dec(s0.frequency_penalty),
+        dec(s0.presence_penalty), s0.top_k, s0.seed};
+    ApiJson g = {{"temperature", s.temperature}, {"top_k", s.top_k},           {"top_p", s.top_p},
+                 {"repeat_penalty", s.repeat_penalty}, {"frequency_penalty", s.frequency_penalty},
+                 {"presence_penalty", s.presence_penalty}, {"max_tokens", d.gen.n_predict}};
+    if (d.fixed_seed) g["seed"] = s.seed;
+    return {{"model", model}, {"default_generation_settings", g}};
 }
 
 ApiJson models_json(const std::string& model, long created) {

@@ -78,3 +78,6 @@ ApiJson usage_chunk_json(const Completion& c, const std::string& model);  // "in
 // OpenAI's logprobs object for the kept tokens [from, to) of `c.tokens`.
 ApiJson logprobs_json(const Completion& c, const Tokenizer& tok, size_t from, size_t to);
 ApiJson models_json(const std::string& model, long created);  // GET /v1/models
+// GET /props: the settings a request without its own gets (llama.cpp's
+// server names them "default_generation_settings"); the page starts from them.
+ApiJson props_json(const std::string& model, const RequestDefaults& d);

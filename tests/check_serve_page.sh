@@ -23,12 +23,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 --no-gen-config || fail "the server did not start"
+serve "$TMP/server.log" "$MODEL" --threads 1 --parallel 4 || fail "the server did not start"
 
 curl -s -D "$TMP/head" "$URL/" >"$TMP/page.html"
 grep -qi '^content-type: text/html' "$TMP/head" && grep -q '<title>Lantern</title>' "$TMP/page.html" ||
     fail "GET / did not answer the page"
 ok "GET / answers the page ($(wc -c <"$TMP/page.html") bytes, text/html)"
+
+# The page starts from the server's defaults: generation_config.json's
+# temperature (0.7), not a temperature of its own.
+browser --virtual-time-budget=5000 --dump-dom "$URL/" >"$TMP/plain.dom" 2>/dev/null
+grep -q 'id="temp" type="number" value="0.7"' "$TMP/plain.dom" ||
+    fail "the page's temperature is not the server's default 0.7: $(grep -o '<input id="temp"[^>]*>' "$TMP/plain.dom")"
+ok "the page starts at the server's default temperature (0.7, from generation_config.json via /props)"
 
 # The answer the API gives for the settings the page will use.
 Q="Why is the sky blue?"

@@ -79,6 +79,10 @@ code=$(post /v1/chat/completions '{"model": "tiny", "messages": [{"role": "user"
 [ "$(json_field "$TMP/body" 'd["choices"][0]["message"]["content"]')" = "$(json_field "$TMP/dflt.json" 'd["text"]')" ] ||
     fail "a request without settings differs from ./run -k 5 -s 11 (generation_config.json applied by both)"
 ok "a request without settings = ./run with serve's flags over generation_config.json"
+curl -s "$URL/props" >"$TMP/props.json"
+[ "$(json_field "$TMP/props.json" 'list(map(d["default_generation_settings"].get, ["temperature", "top_k", "top_p", "repeat_penalty", "seed"]))')" = "[0.7, 5, 0.8, 1.1, 11]" ] ||
+    fail "/props does not give serve's flags over generation_config.json: $(cat "$TMP/props.json")"
+ok "/props: the defaults a request without settings gets (temperature 0.7 from generation_config.json, top-k 5 from -k)"
 ./run "$MODEL" "Hi" -t 0 --no-gen-config -n 12 --threads 1 --json >"$TMP/greedy.json" 2>/dev/null || fail "./run -t 0 failed"
 code=$(post /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12, "temperature": 0, "repeat_penalty": 1}')
 [ "$code" = 200 ] && [ "$(json_field "$TMP/body" 'd["choices"][0]["message"]["content"]')" = "$(json_field "$TMP/greedy.json" 'd["text"]')" ] ||
@@ -120,6 +124,8 @@ $CHAT	{$HI, "seed": -1}	400	seed	invalid_value
 $CHAT	{$HI, "stop": 5}	400	stop	invalid_type
 $CHAT	{$HI, "stream": "yes"}	400	stream	invalid_type
 $CHAT	{$HI, "n": 2}	400	n	invalid_value
+$CHAT	{$HI, "tools": [{"type": "function", "function": {"name": "f"}}]}	400	tools	unsupported_parameter
+$CHAT	{$HI, "tool_choice": "none"}	400	tool_choice	unsupported_parameter
 $CHAT	{"model": "gpt-4o", $HI}	404	model	model_not_found
 $CHAT	{"model": 7, $HI}	400	model	invalid_type
 $CHAT	@$TMP/long.json	400	messages	context_length_exceeded

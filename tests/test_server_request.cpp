@@ -66,6 +66,9 @@ TEST_CASE("server request: each bad field is named, with OpenAI's error code") {
     CHECK(error_of(hi + "\"stream\": \"yes\"}") == "stream invalid_type");
     CHECK(error_of(hi + "\"stream_options\": {\"include_usage\": 1}}") == "include_usage invalid_type");
     CHECK(error_of("{\"prompt\": 5}", false) == "prompt invalid_type");
+    CHECK(error_of(hi + "\"tools\": [{\"type\": \"function\"}]}") == "tools unsupported_parameter");
+    CHECK(error_of(hi + "\"tool_choice\": \"auto\"}") == "tool_choice unsupported_parameter");
+    CHECK(error_of("{\"prompt\": \"x\", \"functions\": []}", false) == "functions unsupported_parameter");
 }
 
 // The body that used to kill the server: "stop" nested 100,000 deep (200 KB,
