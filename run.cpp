@@ -6,7 +6,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <utf8proc.h>
@@ -15,9 +17,13 @@
 
 static void print_summary(const GenerateResult& r) {
     double prefill_tps = r.prefill_ms > 0 ? r.prompt_ids.size() / (r.prefill_ms / 1000) : 0;
-    double decode_tps = r.decode_ms > 0 ? r.decode_forwards / (r.decode_ms / 1000) : 0;
-    LOGI(CAT_KEY, "prompt %zu tokens, generated %zu tokens (%s) | first token after %.1f ms | prefill %.1f tok/s | decode %.1f tok/s",
-         r.prompt_ids.size(), r.ids.size(), finish_name(r.finish), r.ttft_ms, prefill_tps, decode_tps);
+    // -n 1 (or a first token that ends the reply) runs no decode step: a
+    // speed of "0.0" would read as a measurement, "-" says there is none.
+    std::string decode = r.decode_forwards > 0 && r.decode_ms > 0
+                             ? strprintf("%.1f tok/s", r.decode_forwards / (r.decode_ms / 1000))
+                             : std::string("- (no decode step ran)");
+    LOGI(CAT_KEY, "prompt %zu tokens, generated %zu tokens (%s) | first token after %.1f ms | prefill %.1f tok/s | decode %s",
+         r.prompt_ids.size(), r.ids.size(), finish_name(r.finish), r.ttft_ms, prefill_tps, decode.c_str());
 }
 
 static std::string json_ids(const std::vector<int>& ids) {
@@ -37,10 +43,60 @@ static void print_json(const GenerateResult& r) {
            r.decode_ms, decode_tps);
 }
 
+// Where a line stops being valid UTF-8 (npos: it is valid). Checked here,
+// on the user's own text, so the offset is theirs, not the chat template's.
+static size_t utf8_first_invalid(const std::string& s) {
+    const utf8proc_uint8_t* p = (const utf8proc_uint8_t*)s.data();
+    for (size_t i = 0; i < s.size();) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(p + i, (utf8proc_ssize_t)(s.size() - i), &cp);
+        if (n <= 0) return i;
+        i += (size_t)n;
+    }
+    return std::string::npos;
+}
+
+// The prompt from -f FILE or standard input (-p -, or piped with no prompt
+// given), read once after the flags are parsed. One final newline is
+// dropped (the one `echo` and an editor's last line add); the rest is kept.
+// Then the prompt and --system are checked as UTF-8 here, before the chat
+// template wraps them, so an offset counts in the user's own text.
+static void read_prompt(Options& o) {
+    std::string from;
+    if (!o.prompt_file.empty()) {
+        std::ifstream in(o.prompt_file, std::ios::binary);
+        if (!in) fail("-f %s: cannot read the prompt file (%s)", o.prompt_file.c_str(), strerror(errno));
+        o.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (in.bad()) fail("-f %s: cannot read the prompt file", o.prompt_file.c_str());
+        from = o.prompt_file;
+    } else if (o.prompt_stdin) {
+        if (isatty(0)) fprintf(stderr, "(reading the prompt from standard input; end it with Ctrl-D)\n");
+        o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        from = "standard input";
+    } else {
+        from = "the prompt";
+    }
+    if (!o.prompt_file.empty() || o.prompt_stdin) {
+        if (!o.prompt.empty() && o.prompt.back() == '\n') o.prompt.pop_back();
+        if (!o.prompt.empty() && o.prompt.back() == '\r') o.prompt.pop_back();
+        if (o.prompt.empty())
+            fail("no prompt given for the model %s (%s is empty; usage: ./run [MODEL] \"prompt\" [flags])",
+                 o.engine.model.empty() ? default_model_path().c_str() : o.engine.model.c_str(), from.c_str());
+    }
+    size_t bad = utf8_first_invalid(o.prompt);
+    if (bad != std::string::npos)
+        fail("%s is not valid UTF-8 (byte 0x%02x at offset %zu of the prompt)", from == "the prompt" ? "the prompt" : ("the prompt from " + from).c_str(),
+             (unsigned char)o.prompt[bad], bad);
+    bad = utf8_first_invalid(o.system);
+    if (bad != std::string::npos)
+        fail("--system is not valid UTF-8 (byte 0x%02x at offset %zu of it)", (unsigned char)o.system[bad], bad);
+}
+
 // ---------------------------------------------------------------------------
 // ./run [MODEL] "prompt" [flags]: generation (prefill + decode)
 int cmd_generate(int argc, char** argv) {
     Options o = parse_command("generate", argc, argv);
+    read_prompt(o);
     std::string path = o.engine.model.empty() ? default_model_path() : o.engine.model;
     if (!o.trace.graph_path.empty()) {
         // --graph needs only config.json; without a prompt it is all this run does.
@@ -80,7 +136,7 @@ int cmd_generate(int argc, char** argv) {
     GenerateResult r = generate(s.net, s.tok, sampler, ids, 0, o.gen, hooks);
     trace_span("generate", t0);
     if (o.json) print_json(r);
-    else if (isatty(1)) write_text("\n");  // a terminal's prompt should not start mid-line
+    else if (isatty(1) || o.quiet) write_text("\n");  // -q: the text as a line (a script's $(...) drops it)  // a terminal's prompt should not start mid-line
     else if (g_log_level >= LOG_INFO && !r.text.empty() && r.text.back() != '\n')
         fputc('\n', stderr);  // stdout stays the exact text; the log starts on a line of its own
     print_summary(r);
@@ -100,19 +156,6 @@ static void catch_ctrl_c() {
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;
     sigaction(SIGINT, &sa, nullptr);
-}
-
-// Where a line stops being valid UTF-8 (npos: it is valid). Checked here,
-// on the user's own text, so the offset is theirs, not the chat template's.
-static size_t utf8_first_invalid(const std::string& s) {
-    const utf8proc_uint8_t* p = (const utf8proc_uint8_t*)s.data();
-    for (size_t i = 0; i < s.size();) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t n = utf8proc_iterate(p + i, (utf8proc_ssize_t)(s.size() - i), &cp);
-        if (n <= 0) return i;
-        i += (size_t)n;
-    }
-    return std::string::npos;
 }
 
 // /save FILE: the conversation as "role: text" paragraphs.
