@@ -655,6 +655,30 @@ Options parse_command(const char* name, int argc, char** argv) {
     return o;
 }
 
+// The chat's /set NAME VALUE: the sampling flag --NAME of `command`, run on
+// `o` exactly as on the command line (the same ranges, the same errors).
+// Returns the flag's long name ("--temp").
+std::string set_sampling_flag(const char* command, Options& o, std::string name, const std::string& value) {
+    const Command* c = find_command(command);
+    bool help = false;
+    std::vector<Flag> rows = flag_table(o, help);
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (name == "temperature") name = "temp";
+    const Flag* f = find_flag(rows, *c, name.compare(0, 1, "-") == 0 ? name : "--" + name);
+    if (!f || strcmp(f->group, "sampling") || !f->value) {
+        std::vector<std::string> names;  // every sampling flag that takes a value, from the table
+        for (const Flag& r : rows)
+            if (!strcmp(r.group, "sampling") && r.value) {
+                std::string n = r.names, last = n.substr(n.rfind(' ') + 1);
+                names.push_back(last.substr(last.find_first_not_of('-')));
+            }
+        fail("/set: \"%s\" is not a sampling setting (%s)", name.c_str(), one_of(names).c_str());
+    }
+    f->set(value.c_str());
+    std::string n = f->names;
+    return n.substr(n.rfind(' ') + 1);
+}
+
 // ---------------------------------------------------------------------------
 // ./run --version: what this build reads and runs, from the same tables the
 // loaders and the flags use.

@@ -73,6 +73,9 @@ DType parse_float_type(const char* flag, const std::string& name);      // f32 |
 int parse_int_arg(const char* flag, const char* s, int lo, int hi);
 // One line: the sampling settings in effect and where each came from.
 std::string sampling_summary(const Options& o);
+// The chat's /set NAME VALUE: sampling flag --NAME applied to `o` as on the
+// command line (throws LanternError on a bad name or value); returns "--temp" etc.
+std::string set_sampling_flag(const char* command, Options& o, std::string name, const std::string& value);
 
 // The subcommands (inspect.cpp, run.cpp, server.cpp, bench.cpp).
 int cmd_info(int argc, char** argv);

@@ -32,7 +32,7 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
     have_apt=0
 fi
 
-APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev
+APT_PACKAGES="g++ make doctest-dev libstb-dev graphviz nlohmann-json3-dev libutf8proc-dev libpcre2-dev libedit-dev
 python3-torch python3-numpy libopenblas0-serial bible-kjv pandoc libcpp-httplib-dev curl chromium
 clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
@@ -47,7 +47,7 @@ else
     if [ "$(dpkg --print-architecture)" != arm64 ]; then
         dpkg --print-foreign-architectures | grep -qx arm64 ||
             { [ "$(id -u)" = 0 ] && dpkg --add-architecture arm64 || sudo dpkg --add-architecture arm64; }
-        APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64"
+        APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64 libedit-dev:arm64"
     fi
 fi
 
