@@ -457,9 +457,11 @@ int cmd_chat(int argc, char** argv) {
                     fprintf(stderr, "/set needs a value: /set %s VALUE\n", name.c_str());
                 } else {
                     try {
+                        auto before = o.sampling_source;
                         std::string flag = set_sampling_flag("chat", o, name, value);
-                        for (auto& kv : o.sampling_source)
-                            if (kv.second == "flag") kv.second = "flag or /set";
+                        std::string key = flag == "--temp" ? "temperature" : flag.substr(2);  // sampling_source's keys
+                        o.sampling_source = before;
+                        o.sampling_source[key] = "/set";
                         if (flag == "--seed") sampler_init(sampler, o.gen.sampling);  // the draws start over from it
                         else sampler.params = o.gen.sampling;  // the draws and the penalty window go on
                         fprintf(stderr, "(%s)\n", sampling_summary(o).c_str());
