@@ -641,7 +641,8 @@ Options parse_command(const char* name, int argc, char** argv) {
         const SamplerParams& s = o.gen.sampling;
         // llama.cpp's -t is the thread count: `-t 8` from habit would sample
         // at temperature 8, which no one means.
-        if (o.sampling_source["temperature"] == "flag" && s.temperature > 2)
+        auto t = o.sampling_source.find("temperature");
+        if (t != o.sampling_source.end() && t->second == "flag" && s.temperature > 2)
             LOGW(CAT_KEY, "temperature %g; threads are --threads", s.temperature);
         if (!strcmp(name, "serve") && !o.seed_given)
             LOGI(CAT_SAMPLER, "%s", (sampling_summary(o).substr(0, sampling_summary(o).rfind(", seed")) +
