@@ -66,7 +66,7 @@ endif
 # adds to the flags Lantern needs; it replaces only the default -O2 -g.
 CXXFLAGS ?= -O2 -g
 override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
-LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -lpthread
+LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -ledit -lpthread
 # Each object depends on the headers it includes: the compiler writes the
 # list (-MMD) into build/x.d next to build/x.o, and make reads them back.
 DEPFLAGS := -MMD -MP

@@ -14,6 +14,8 @@
 // flags also as `-n64`. `-t` is the temperature, as in llama2.c's run.c
 // (llama-cli's -t is the thread count; here that is --threads). A word
 // after `--` is never a flag.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +24,7 @@
 #include <functional>
 #include <iterator>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include "cli.h"
 #include "device.h"
@@ -29,8 +32,6 @@
 #include "json_read.h"
 #include "logging.h"
 #include "gguf/quants.h"
-
-static const char* VERSION = "lantern 0.1 (Qwen2 architecture; safetensors bf16/f16/f32, q8_0 at load)";
 
 // ---------------------------------------------------------------------------
 // Values.
@@ -41,25 +42,56 @@ int parse_int_arg(const char* flag, const char* s, int lo, int hi) {
     return (int)v;
 }
 
-static float parse_float_arg(const char* flag, const char* s, float lo, float hi) {
+// A range of a number flag, written the same way in its --help line and in
+// its error: "[0, 1e+06]", or "(0, 1]" when the low end is excluded.
+struct Range {
+    float lo, hi;
+    bool lo_open = false;
+    std::string str() const { return strprintf("%s%g, %g]", lo_open ? "(" : "[", lo, hi); }
+};
+
+static float parse_float_arg(const char* flag, const char* s, Range r) {
     char* end = nullptr;
     float v = strtof(s, &end);
-    if (!*s || *end || !std::isfinite(v) || v < lo || v > hi)
-        fail("%s: \"%s\" must be a number in [%g, %g]", flag, s, lo, hi);
+    if (!*s || *end || !std::isfinite(v) || v < r.lo || v > r.hi || (r.lo_open && v == r.lo))
+        fail("%s: \"%s\" must be a number in %s", flag, s, r.str().c_str());
     return v;
+}
+
+// "a, b or c": the values a flag takes, for its --help line and its error
+// alike, so the two can not drift apart.
+static std::string one_of(const std::vector<std::string>& names) {
+    std::string r;
+    for (size_t i = 0; i < names.size(); i++) r += (i ? (i + 1 == names.size() ? " or " : ", ") : "") + names[i];
+    return r;
+}
+
+static std::vector<std::string> kernel_set_names() {
+    std::vector<std::string> r;
+    for (int i = 0; i < N_KERNEL_SETS; i++) r.push_back(KERNEL_SETS[i].name);
+    return r;
 }
 
 KernelSet parse_kernel_set(const char* flag, const std::string& name) {
     for (int i = 0; i < N_KERNEL_SETS; i++)
         if (name == KERNEL_SETS[i].name) return KERNEL_SETS[i].set;
-    fail("%s: \"%s\" is not fast, plain, scalar, avx2, avx512 or neon", flag, name.c_str());
+    fail("%s: \"%s\" is not %s", flag, name.c_str(), one_of(kernel_set_names()).c_str());
 }
+
+static const std::vector<std::string> FLOAT_TYPES = {"f32", "f16", "bf16"};
 
 DType parse_float_type(const char* flag, const std::string& name) {
     if (name == "f32") return DType::F32;
     if (name == "f16") return DType::F16;
     if (name == "bf16") return DType::BF16;
-    fail("%s: \"%s\" is not f32, f16 or bf16", flag, name.c_str());
+    fail("%s: \"%s\" is not %s", flag, name.c_str(), one_of(FLOAT_TYPES).c_str());
+}
+
+// --quant: "none" or one of quants.cpp's weight types (weight_type_list()).
+static std::vector<std::string> quant_names() {
+    std::vector<std::string> r = {"none"};
+    for (const std::string& t : split_commas(weight_type_list())) r.push_back(t.substr(t.find_first_not_of(' ')));
+    return r;
 }
 
 // "1,2,3" (fwd --tokens; bench --prompts): integers in [lo, hi].
@@ -98,12 +130,23 @@ std::string json_string(const std::string& s) {
 //   set     what it does with the value
 // To add a flag: add a row. A subcommand sees it when its row in COMMANDS
 // names the group.
+// The ranges of the sampling numbers: the flags' and generation_config.json's.
+static const Range TEMP_RANGE = {0, 1e6f}, TOP_P_RANGE = {0, 1, true}, PENALTY_RANGE = {0, 100, true},
+                   ADD_PENALTY_RANGE = {-100, 100};
+
+static std::string kernel_set_help() {
+    std::string r;
+    for (int i = 0; i < N_KERNEL_SETS; i++)
+        r += strprintf("%s%s: %s", i ? "; " : "", KERNEL_SETS[i].name, KERNEL_SETS[i].what);
+    return r;
+}
+
 struct Flag {
     const char* group;
     const char* names;
     const char* value;
     std::string def;
-    const char* help;
+    std::string help;
     std::function<void(const char* value)> set;
 };
 
@@ -111,6 +154,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
     static const Options d;  // the defaults, for --help
     SamplerParams& s = o.gen.sampling;
     const SamplerParams& ds = d.gen.sampling;
+    std::map<std::string, std::string>& src = o.sampling_source;
     return {
         // engine: engine_load()
         {"engine", "-m, --model", "DIR", "trained/kjv (else models/tiny)", "model folder (or its .safetensors); the first word also works",
@@ -119,40 +163,60 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.ctx = parse_int_arg("--ctx", v, 1, 1 << 30); }},
         {"engine", "--threads", "N", "all cores", "CPU threads for the matrix products", [&](const char* v) {
              o.engine.threads = parse_int_arg("--threads", v, 1, 1024); }},
-        {"engine", "--kernels", "SET", "fast", "fast (the best SIMD this CPU has + threads), avx512, avx2, neon, scalar (no SIMD), plain (the reference loops) or bf16dot (avx512 with activations rounded to bf16: faster prefill, less exact)", [&](const char* v) {
+        {"engine", "--kernels", "SET", "fast", "the matrix kernels: " + kernel_set_help(), [&](const char* v) {
              o.engine.kernels = parse_kernel_set("--kernels", v); }},
-        {"engine", "--quant", "TYPE", "none", "quantize the weights at load: q8_0 (half the memory traffic), q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k", [&](const char* v) {
-             if (strcmp(v, "none")) parse_weight_type("--quant", v);  // quants.h
+        {"engine", "--quant", "TYPE", "none", "quantize the weights at load (q8_0: half the memory traffic of bf16): " + one_of(quant_names()), [&](const char* v) {
+             std::vector<std::string> names = quant_names();
+             if (std::find(names.begin(), names.end(), v) == names.end())
+                 fail("--quant: \"%s\" is not one of %s", v, one_of(names).c_str());
              o.engine.quant = v; }},
-        {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: f32, f16 or bf16 (half the memory)", [&](const char* v) {
+        {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: " + one_of(FLOAT_TYPES) + " (f16 and bf16: half the memory)", [&](const char* v) {
              o.engine.kv_type = parse_float_type("--kv-type", v); }},
         {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) {
              o.engine.device = parse_device(v); }},  // engine_load applies it
 
         // sampling: the model's generation_config.json first, then these
-        {"sampling", "-t, --temp", "T", num(ds.temperature), "temperature; 0 = greedy (-t as in llama2.c; threads are --threads)", [&](const char* v) {
-             s.temperature = parse_float_arg("--temp", v, 0, 1e6f); }},
-        {"sampling", "--greedy", nullptr, "off", "always the most likely token (the same as -t 0)", [&](const char*) { s.temperature = 0; }},
+        {"sampling", "-t, --temp", "T", num(ds.temperature), "temperature, in " + TEMP_RANGE.str() + "; 0 = greedy (-t as in llama2.c; threads are --threads)", [&](const char* v) {
+             s.temperature = parse_float_arg("--temp", v, TEMP_RANGE);
+             src["temperature"] = "flag"; }},
+        {"sampling", "--greedy", nullptr, "off", "always the most likely token (the same as -t 0)", [&](const char*) {
+             s.temperature = 0;
+             src["temperature"] = "flag"; }},
         {"sampling", "-k, --top-k", "K", num(ds.top_k), "keep the K most likely tokens; <= 0 = off", [&](const char* v) {
-             s.top_k = parse_int_arg("--top-k", v, -(1 << 30), 1 << 30); }},
-        {"sampling", "--top-p", "P", num(ds.top_p), "nucleus: the fewest tokens whose probability reaches P, in (0, 1]", [&](const char* v) {
-             s.top_p = parse_float_arg("--top-p", v, 0, 1);
-             if (s.top_p <= 0) fail("--top-p: \"%s\" must be a number in (0, 1]", v); }},
-        {"sampling", "-s, --seed", "N", num(ds.seed), "random seed (0 to 4294967295)", [&](const char* v) {
+             s.top_k = parse_int_arg("--top-k", v, -(1 << 30), 1 << 30);
+             src["top-k"] = "flag"; }},
+        {"sampling", "--top-p", "P", num(ds.top_p), "nucleus: the fewest tokens whose probability reaches P, in " + TOP_P_RANGE.str(), [&](const char* v) {
+             s.top_p = parse_float_arg("--top-p", v, TOP_P_RANGE);
+             src["top-p"] = "flag"; }},
+        {"sampling", "-s, --seed", "N", num(ds.seed), "random seed, 0 to 4294967295; -1 = a fresh one from the clock (printed, to repeat the run)", [&](const char* v) {
+             src["seed"] = "flag";
+             if (!strcmp(v, "-1")) {  // llama.cpp's -1: a new seed each run, said in the sampling line
+                 // Drawn once per process: the second parse (over generation_config.json) keeps it.
+                 static const uint32_t drawn = (uint32_t)(std::chrono::system_clock::now().time_since_epoch().count() ^
+                                                          ((uint64_t)getpid() << 16));
+                 s.seed = drawn;
+                 o.seed_drawn = true;
+                 o.seed_given = false;  // serve: a fresh seed per request, as without -s
+                 return;
+             }
              char* end = nullptr;
              unsigned long long x = strtoull(v, &end, 10);
-             if (!*v || *end || v[0] == '-' || x > 0xffffffffull) fail("--seed: \"%s\" must be an integer in [0, 4294967295]", v);
+             if (!*v || *end || v[0] == '-' || x > 0xffffffffull) fail("--seed: \"%s\" must be an integer in [0, 4294967295], or -1", v);
              s.seed = (uint32_t)x;
+             o.seed_drawn = false;
              o.seed_given = true; }},
-        {"sampling", "--repeat-penalty", "F", num(ds.repeat_penalty), "divide (x if negative) logits of recent tokens; 1 = off", [&](const char* v) {
-             s.repeat_penalty = parse_float_arg("--repeat-penalty", v, 0, 100);
-             if (s.repeat_penalty <= 0) fail("--repeat-penalty: \"%s\" must be greater than 0", v); }},
-        {"sampling", "--frequency-penalty", "F", num(ds.frequency_penalty), "subtract F per occurrence in the window", [&](const char* v) {
-             s.frequency_penalty = parse_float_arg("--frequency-penalty", v, -100, 100); }},
-        {"sampling", "--presence-penalty", "F", num(ds.presence_penalty), "subtract F once if in the window", [&](const char* v) {
-             s.presence_penalty = parse_float_arg("--presence-penalty", v, -100, 100); }},
+        {"sampling", "--repeat-penalty", "F", num(ds.repeat_penalty), "divide (x if negative) logits of recent tokens, in " + PENALTY_RANGE.str() + "; 1 = off", [&](const char* v) {
+             s.repeat_penalty = parse_float_arg("--repeat-penalty", v, PENALTY_RANGE);
+             src["repeat-penalty"] = "flag"; }},
+        {"sampling", "--frequency-penalty", "F", num(ds.frequency_penalty), "subtract F per occurrence in the window, F in " + ADD_PENALTY_RANGE.str(), [&](const char* v) {
+             s.frequency_penalty = parse_float_arg("--frequency-penalty", v, ADD_PENALTY_RANGE);
+             src["frequency-penalty"] = "flag"; }},
+        {"sampling", "--presence-penalty", "F", num(ds.presence_penalty), "subtract F once if in the window, F in " + ADD_PENALTY_RANGE.str(), [&](const char* v) {
+             s.presence_penalty = parse_float_arg("--presence-penalty", v, ADD_PENALTY_RANGE);
+             src["presence-penalty"] = "flag"; }},
         {"sampling", "--repeat-last-n", "N", num(ds.repeat_last_n), "penalty window; 0 = off, -1 = everything", [&](const char* v) {
-             s.repeat_last_n = parse_int_arg("--repeat-last-n", v, -1, 1 << 30); }},
+             s.repeat_last_n = parse_int_arg("--repeat-last-n", v, -1, 1 << 30);
+             src["repeat-last-n"] = "flag"; }},
         {"sampling", "--no-gen-config", nullptr, "off", "ignore the model's generation_config.json (it applies by default, as in Hugging Face generate())",
          [&](const char*) { o.gen_config = false; }},
         {"sampling", "--gen-config", nullptr, "on", "apply the model's generation_config.json, flags still win (the default)",
@@ -169,7 +233,11 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              else if (!strcmp(v, "batched")) o.gen.prefill_stepwise = false;
              else fail("--prefill: \"%s\" is not batched or stepwise", v); }},
         // one prompt, one answer: generate only
-        {"prompt", "-p, --prompt", "TEXT", "the last word", "the prompt (instead of the last word)", [&](const char* v) { o.prompt = v; }},
+        {"prompt", "-p, --prompt", "TEXT", "the last word", "the prompt (instead of the last word); - = read it from standard input", [&](const char* v) {
+             o.prompt_stdin = !strcmp(v, "-");
+             o.prompt = o.prompt_stdin ? "" : v; }},
+        {"prompt", "-f, --file", "FILE", "none", "read the prompt from FILE (without a prompt, piped standard input is read)", [&](const char* v) {
+             o.prompt_file = v; }},
         {"prompt", "--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
         {"prompt", "--stop", "TEXT", "none", "stop when the output reaches TEXT (repeatable)", [&](const char* v) {
              if (!*v) fail("--stop: the stop string is empty");
@@ -240,9 +308,18 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         {"output", "-q, --quiet", nullptr, "off", "no log: only the output (errors still go to stderr)", [&](const char*) {
              o.quiet = true;
              g_log_level = LOG_ERROR; }},
-        {"output", "-v", nullptr, "off", "debug log: one line per sampled token with its top-5, one per layer per forward", [&](const char*) {
+        // -v and -vv say what they show: sampling and forward passes where a
+        // command has them (an earlier group's row hides output's, as
+        // bench's --kernels hides the engine's).
+        {"log-sampling", "-v", nullptr, "off", "debug log: one line per sampled token with its top-5, one per layer per forward", [&](const char*) {
              set_log_verbosity(1); }},
-        {"output", "-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) { set_log_verbosity(2); }},
+        {"log-sampling", "-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) { set_log_verbosity(2); }},
+        {"log-forward", "-v", nullptr, "off", "debug log: one line per layer per forward, what loading chose", [&](const char*) {
+             set_log_verbosity(1); }},
+        {"log-forward", "-vv", nullptr, "off", "trace log: also every intermediate tensor", [&](const char*) { set_log_verbosity(2); }},
+        {"output", "-v", nullptr, "off", "debug log: more detail on stderr about what is read and checked", [&](const char*) {
+             set_log_verbosity(1); }},
+        {"output", "-vv", nullptr, "off", "trace log: the most detail", [&](const char*) { set_log_verbosity(2); }},
         {"output", "-h, --help", nullptr, "", "this list", [&](const char*) { help = true; }},
     };
 }
@@ -261,21 +338,21 @@ struct Command {
 
 static const Command COMMANDS[] = {
     {"generate", "./run [MODEL] \"prompt\" [flags]", "generate text from a prompt (the default)",
-     "prompt generation sampling engine prefill trace report graph output", 1, cmd_generate},
+     "prompt generation sampling engine prefill trace report graph log-sampling output", 1, cmd_generate},
     {"chat", "./run chat [MODEL] [flags]", "a conversation in the terminal; the KV cache is kept between turns",
-     "generation sampling engine prefill trace report graph output", 0, cmd_chat},
+     "generation sampling engine prefill trace report graph log-sampling output", 0, cmd_chat},
     {"serve", "./run serve [MODEL] [flags]", "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /metrics); requests batched together",
-     "serve sampling engine report output", 0, cmd_serve},
+     "serve sampling engine report log-sampling output", 0, cmd_serve},
     {"info", "./run info MODEL", "config, tensor table, and the checks made at load", "output", 0, cmd_info},
     {"fwd", "./run fwd MODEL TOKEN POS | ./run fwd MODEL --tokens ID,ID,... [flags]",
-     "one forward pass, no sampling: the top logits (to compare with PyTorch)", "fwd engine trace output", 2, cmd_fwd},
+     "one forward pass, no sampling: the top logits (to compare with PyTorch)", "fwd engine trace log-forward output", 2, cmd_fwd},
     {"encode", "./run encode MODEL_OR_TOKENIZER_JSON \"text\" | --file PATH [flags]", "text to token ids",
      "encode output", 1, cmd_encode},
     {"decode", "./run decode MODEL_OR_TOKENIZER_JSON ID ID ... (or \"ID,ID\")", "token ids to text", "decode output", -1, cmd_decode},
     {"convert", "./run convert MODEL OUT.gguf --type TYPE", "write the model as one GGUF file (any weight type; gguf_convert.cpp)",
      "convert output", 1, cmd_convert},
     {"bench", "./run bench [MODEL] [flags]", "speed: memory bandwidth, prefill and decode per weight type",
-     "bench engine prefill output", 0, cmd_bench},
+     "bench engine prefill log-forward output", 0, cmd_bench},
 };
 
 static const Command* find_command(const std::string& name) {
@@ -321,7 +398,7 @@ static const char* GROUP_TITLE[][2] = {
     {"engine", "engine"}, {"sampling", "sampling (generation_config.json of the model first; flags win)"},
     {"generation", "generation"}, {"prefill", "prefill"}, {"prompt", "prompt and answer"}, {"trace", "tracing (with -vv)"},
     {"report", "report files"}, {"graph", "graph"}, {"fwd", "fwd"}, {"encode", "encode"}, {"decode", "decode"},
-    {"serve", "server"}, {"bench", "bench"}, {"output", "output"},
+    {"serve", "server"}, {"bench", "bench"}, {"log-sampling", "output"}, {"log-forward", "output"}, {"output", "output"},
 };
 
 static void print_commands() {
@@ -339,21 +416,30 @@ static void print_help(const Command& c) {
         print_commands();
         printf("  %-9s this list; ./run help SUB: one subcommand's\n\n", "help");
     }
-    for (const std::string& group : split_words(c.groups)) {
-        const char* title = group.c_str();
-        for (auto& t : GROUP_TITLE)
-            if (group == t[0]) title = t[1];
+    std::vector<std::string> groups = split_words(c.groups);
+    std::string shown;  // the title printed last: groups with one title share its section
+    for (size_t g = 0; g < groups.size(); g++) {
+        const std::string& group = groups[g];
+        auto title_of = [](const std::string& gr) {
+            for (auto& t : GROUP_TITLE)
+                if (gr == t[0]) return std::string(t[1]);
+            return gr;
+        };
+        std::string title = title_of(group);
         bool any = false;
         for (const Flag& f : rows) {
             if (group != f.group || find_flag(rows, c, std::string(f.names, strcspn(f.names, ","))) != &f)
                 continue;  // hidden by an earlier group's flag of the same name
-            if (!any) printf("%s:\n", title);
+            if (!any && title != shown) printf("%s:\n", title.c_str());
             any = true;
+            shown = title;
             std::string left = std::string(f.names) + (f.value ? std::string(" ") + f.value : "");
-            printf("  %-24s %s%s%s%s\n", left.c_str(), f.help, f.def.empty() ? "" : " (default: ", f.def.c_str(),
+            printf("  %-24s %s%s%s%s\n", left.c_str(), f.help.c_str(), f.def.empty() ? "" : " (default: ", f.def.c_str(),
                    f.def.empty() ? "" : ")");
         }
-        if (any) printf("\n");
+        bool next_same = g + 1 < groups.size() && title_of(groups[g + 1]) == title;
+        if (any && !next_same) printf("\n");
+        if (!any && !next_same && shown == title) printf("\n");
     }
 }
 
@@ -415,43 +501,74 @@ static bool is_model_path(const std::string& p) {
     return (p.size() > 12 && p.compare(p.size() - 12, 12, ".safetensors") == 0) || is_gguf_path(p);
 }
 
+// "foo" "bar": the words a "too many" error names.
+static std::string quoted_words(const std::vector<std::string>& w, size_t from = 0) {
+    std::string r;
+    for (size_t i = from; i < w.size(); i++) r += (i > from ? " \"" : "\"") + w[i] + "\"";
+    return r;
+}
+
 // The positional words: generate's are [MODEL] PROMPT, every other
-// command's first is the model (unless -m gave it).
+// command's first is the model (unless -m gave it). A word that has no
+// place is an error that names it: dropping it silently would generate
+// from half of what the user meant (`./run -m M foo bar` from "bar").
 static void take_positionals(const Command& c, Options& o) {
     std::vector<std::string>& p = o.positional;
     if (!strcmp(c.name, "generate")) {
-        if (o.prompt.empty() && p.size() == 1 && o.engine.model.empty() && is_model_path(p[0]) &&
-            !o.trace.graph_path.empty()) {  // --graph alone needs no prompt
+        if (!o.prompt.empty() + o.prompt_stdin + !o.prompt_file.empty() > 1)
+            fail("give the prompt once: -p TEXT, -p - (standard input) or -f FILE");
+        bool prompt_flag = !o.prompt.empty() || o.prompt_stdin || !o.prompt_file.empty();
+        bool model_flag = !o.engine.model.empty();
+        // The words each source leaves for the others: at most [MODEL] PROMPT.
+        size_t room = (model_flag ? 0 : 1) + (prompt_flag ? 0 : 1);
+        if (p.size() > room) {
+            std::string what = model_flag && prompt_flag ? "the model is -m " + o.engine.model + " and the prompt is a flag"
+                               : model_flag              ? "one prompt after -m " + o.engine.model
+                               : prompt_flag             ? "one model before the prompt flag"
+                                                         : "[MODEL] \"prompt\"";
+            std::string joined;
+            for (size_t i = 0; i < p.size(); i++) joined += (i ? " " : "") + p[i];
+            fail("too many words: %s (%s; quote a prompt of several words: \"%s\")", quoted_words(p).c_str(),
+                 what.c_str(), joined.c_str());
+        }
+        if (!prompt_flag && p.size() == 1 && !model_flag && is_model_path(p[0])) {  // MODEL alone
             o.engine.model = p[0];
             p.clear();
         }
-        if (o.prompt.empty() && p.size() == 1 && o.engine.model.empty() && is_model_path(p[0]))
-            fail("no prompt given for the model %s%s (usage: %s; -p TEXT for a prompt that looks like a path)",
-                 p[0].c_str(),
-                 o.report_word.empty() ? "" : strprintf(" (--report took \"%s\" as its file; put the prompt first or write --report=FILE)", o.report_word.c_str()).c_str(),
-                 c.usage);
-        if (o.prompt.empty() && !p.empty()) {
+        if (!prompt_flag && !p.empty()) {
             o.prompt = p.back();
             p.pop_back();
         }
+        if (!model_flag && !p.empty()) {
+            o.engine.model = p.front();
+            p.clear();
+        }
+        // No prompt at all: piped standard input is the prompt (echo hi | ./run M);
+        // on a terminal, or for --graph alone, there is none.
+        if (o.prompt.empty() && !o.prompt_stdin && o.prompt_file.empty() && o.trace.graph_path.empty() && !isatty(0))
+            o.prompt_stdin = true;
+        if (o.prompt.empty() && !o.prompt_stdin && o.prompt_file.empty() && !o.engine.model.empty() &&
+            o.trace.graph_path.empty())
+            fail("no prompt given for the model %s%s (usage: %s; -p TEXT for a prompt that looks like a path)",
+                 o.engine.model.c_str(),
+                 o.report_word.empty() ? "" : strprintf(" (--report took \"%s\" as its file; put the prompt first or write --report=FILE)", o.report_word.c_str()).c_str(),
+                 c.usage);
         if (o.raw && !o.system.empty()) fail("--system needs the chat template; it does nothing with --raw");
+        return;
     }
-    if (o.engine.model.empty() && !p.empty() && strcmp(c.name, "generate") != 0) {
+    if (o.engine.model.empty() && !p.empty()) {
         o.engine.model = p.front();
         p.erase(p.begin());
-    } else if (o.engine.model.empty() && p.size() == 1) {  // generate: MODEL PROMPT
-        o.engine.model = p.front();
-        p.clear();
     }
     if (c.max_args >= 0 && (int)p.size() > c.max_args)
-        fail("too many arguments (\"%s\"); quote the prompt, or see ./run %s--help", p.back().c_str(),
-             strcmp(c.name, "generate") ? (std::string(c.name) + " ").c_str() : "");
+        fail("too many words: %s (usage: %s)", quoted_words(p, c.max_args).c_str(), c.usage);
 }
 
 // Hugging Face's generate() starts from the model's generation_config.json;
 // --gen-config does the same. do_sample false means greedy whatever the
 // temperature says.
-static void apply_generation_config(SamplerParams& s, const std::string& dir) {
+static void apply_generation_config(Options& o, const std::string& dir) {
+    SamplerParams& s = o.gen.sampling;
     std::string path = dir + "/generation_config.json";
     std::ifstream f(path, std::ios::binary);
     if (!f) fail("--gen-config: %s not found", path.c_str());
@@ -459,15 +576,43 @@ static void apply_generation_config(SamplerParams& s, const std::string& dir) {
     // The same ranges as the flags that set these values (json_read.h).
     nlohmann::json j = json_parse(text, path);
     if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
-    s.temperature = (float)json_number(j, "temperature", s.temperature, 0, 1e6, path);
-    s.top_p = (float)json_number(j, "top_p", s.top_p, 0, 1, path);
-    if (s.top_p <= 0) fail("%s: \"top_p\" must be in (0, 1], not 0", path.c_str());
+    s.temperature = (float)json_number(j, "temperature", s.temperature, TEMP_RANGE.lo, TEMP_RANGE.hi, path);
+    s.top_p = (float)json_number(j, "top_p", s.top_p, TOP_P_RANGE.lo, TOP_P_RANGE.hi, path);
+    if (s.top_p <= 0) fail("%s: \"top_p\" must be in %s, not 0", path.c_str(), TOP_P_RANGE.str().c_str());
     s.top_k = (int)json_int(j, "top_k", s.top_k, -(1 << 30), 1 << 30, path);
-    s.repeat_penalty = (float)json_number(j, "repetition_penalty", s.repeat_penalty, 0, 100, path);
+    s.repeat_penalty = (float)json_number(j, "repetition_penalty", s.repeat_penalty, PENALTY_RANGE.lo, PENALTY_RANGE.hi, path);
     if (s.repeat_penalty <= 0) fail("%s: \"repetition_penalty\" must be greater than 0", path.c_str());
-    if (!json_bool(j, "do_sample", true, path)) s.temperature = 0;
-    LOGI(CAT_SAMPLER, "%s: temperature %g, top-k %d, top-p %g, repeat penalty %g", path.c_str(), s.temperature,
-         s.top_k, s.top_p, s.repeat_penalty);
+    // Each setting the file holds is said to come from it (sampling_summary).
+    const char* keys[][2] = {{"temperature", "temperature"}, {"top_p", "top-p"}, {"top_k", "top-k"},
+                             {"repetition_penalty", "repeat-penalty"}};
+    for (auto& k : keys)
+        if (j.contains(k[0])) o.sampling_source[k[1]] = "generation_config.json";
+    if (!json_bool(j, "do_sample", true, path)) {
+        s.temperature = 0;
+        o.sampling_source["temperature"] = "generation_config.json do_sample false";
+    }
+}
+
+// sampling: temperature 0.8 (generation_config.json), top-k 20 (flag), ...:
+// what the sampler will use and where each value came from, so that a run
+// can be told apart from (and repeated like) another.
+std::string sampling_summary(const Options& o) {
+    const SamplerParams& s = o.gen.sampling;
+    const SamplerParams d;
+    auto from = [&](const char* key) {
+        auto it = o.sampling_source.find(key);
+        return it == o.sampling_source.end() ? std::string("default") : it->second;
+    };
+    std::string r = strprintf("temperature %g (%s%s), top-k %d (%s), top-p %g (%s), repeat-penalty %g (%s)", s.temperature,
+                              from("temperature").c_str(), s.temperature == 0 ? "; greedy" : "", s.top_k,
+                              from("top-k").c_str(), s.top_p, from("top-p").c_str(), s.repeat_penalty,
+                              from("repeat-penalty").c_str());
+    if (s.frequency_penalty != d.frequency_penalty) r += strprintf(", frequency-penalty %g (%s)", s.frequency_penalty, from("frequency-penalty").c_str());
+    if (s.presence_penalty != d.presence_penalty) r += strprintf(", presence-penalty %g (%s)", s.presence_penalty, from("presence-penalty").c_str());
+    if (s.repeat_last_n != d.repeat_last_n) r += strprintf(", repeat-last-n %d (%s)", s.repeat_last_n, from("repeat-last-n").c_str());
+    if (o.seed_drawn) r += strprintf(", seed %u (-s -1: drawn from the clock; -s %u repeats this run)", s.seed, s.seed);
+    else r += strprintf(", seed %u (%s)", s.seed, from("seed").c_str());
+    return "sampling: " + r;
 }
 
 Options parse_command(const char* name, int argc, char** argv) {
@@ -487,11 +632,24 @@ Options parse_command(const char* name, int argc, char** argv) {
         struct stat st;
         if (stat((dir + "/generation_config.json").c_str(), &st) == 0) {
             Options again;
-            apply_generation_config(again.gen.sampling, dir);
+            apply_generation_config(again, dir);
             parse_words(*c, argc, argv, again, help);
             take_positionals(*c, again);
             o = again;
         }
+    }
+    if (has_word(c->groups, "sampling")) {
+        const SamplerParams& s = o.gen.sampling;
+        // llama.cpp's -t is the thread count: `-t 8` from habit would sample
+        // at temperature 8, which no one means.
+        auto t = o.sampling_source.find("temperature");
+        if (t != o.sampling_source.end() && t->second == "flag" && s.temperature > 2)
+            LOGW(CAT_KEY, "temperature %g; threads are --threads", s.temperature);
+        if (!strcmp(name, "serve") && !o.seed_given)
+            LOGI(CAT_SAMPLER, "%s", (sampling_summary(o).substr(0, sampling_summary(o).rfind(", seed")) +
+                                    ", seed: a fresh one per request unless it gives one").c_str());
+        else
+            LOGI(CAT_SAMPLER, "%s", sampling_summary(o).c_str());
     }
     const WatchFilter& w = g_watch_filter;
     if ((!w.layers.empty() || !w.positions.empty() || !w.names.empty()) && g_log_level < LOG_TRACE)
@@ -499,12 +657,111 @@ Options parse_command(const char* name, int argc, char** argv) {
     return o;
 }
 
+// The chat's /set NAME VALUE: the sampling flag --NAME of `command`, run on
+// `o` exactly as on the command line (the same ranges, the same errors).
+// Returns the flag's long name ("--temp").
+std::string set_sampling_flag(const char* command, Options& o, std::string name, const std::string& value) {
+    const Command* c = find_command(command);
+    bool help = false;
+    std::vector<Flag> rows = flag_table(o, help);
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (name == "temperature") name = "temp";
+    const Flag* f = find_flag(rows, *c, name.compare(0, 1, "-") == 0 ? name : "--" + name);
+    if (!f || strcmp(f->group, "sampling") || !f->value) {
+        std::vector<std::string> names;  // every sampling flag that takes a value, from the table
+        for (const Flag& r : rows)
+            if (!strcmp(r.group, "sampling") && r.value) {
+                std::string n = r.names, last = n.substr(n.rfind(' ') + 1);
+                names.push_back(last.substr(last.find_first_not_of('-')));
+            }
+        fail("/set: \"%s\" is not a sampling setting (%s)", name.c_str(), one_of(names).c_str());
+    }
+    f->set(value.c_str());
+    std::string n = f->names;
+    return n.substr(n.rfind(' ') + 1);
+}
+
 // ---------------------------------------------------------------------------
+// ./run --version: what this build reads and runs, from the same tables the
+// loaders and the flags use.
+static void print_version() {
+    printf("lantern 0.1\n");
+    printf("families   Qwen2 / Qwen2.5 and Qwen3 (model_type in config.json, or general.architecture in a GGUF)\n");
+    printf("files      safetensors (f32, f16, bf16; one file or shards), GGUF (%s)\n", weight_type_list());
+    std::vector<std::string> q = quant_names();
+    q.erase(q.begin());  // "none"
+    printf("--quant    at load: %s\n", one_of(q).c_str());
+    std::string sets;
+    for (const std::string& k : kernel_set_names()) {
+        KernelSet ks = parse_kernel_set("--kernels", k);
+        bool runs = ks == KernelSet::AVX2 ? cpu_has_avx2()
+                    : ks == KernelSet::AVX512 || ks == KernelSet::BF16Dot ? cpu_has_avx512()
+                    : ks == KernelSet::NEON ? cpu_has_neon()
+                                            : true;
+        sets += (sets.empty() ? "" : ", ") + k + (runs ? "" : " (not on this CPU)");
+    }
+    const char* fast = cpu_has_neon() ? "neon" : cpu_has_avx512() ? "avx512" : cpu_has_avx2() ? "avx2" : "scalar";
+    printf("kernels    %s; fast is %s here\n", sets.c_str(), fast);
+#ifdef LANTERN_CUDA
+    printf("cuda       yes: --device cuda (built by make cuda)\n");
+#else
+    printf("cuda       no: a CPU-only build (make cuda builds the GPU backend)\n");
+#endif
+}
+
+// Edit distance with transpositions (optimal string alignment): "chta" is one
+// step from "chat", as a typing slip is.
+static int edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= b.size(); j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= a.size(); i++)
+        for (size_t j = 1; j <= b.size(); j++) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+// The subcommand a first word was probably meant to be, or nullptr. The
+// first word is also where a prompt goes (`./run "Who was David?"`), so a
+// guess must not take a real prompt away. It is made only for
+//   - a single lowercase word (letters a-z only): a prompt of several words,
+//     or with a capital, a digit or punctuation, is never a subcommand;
+//   - that is not a file or folder here (`./run chat2` may be a model);
+//   - within 2 edits of a subcommand (a transposed pair counts one), and
+//     within 1 for the names of 4 letters or fewer (chat, info, fwd, help):
+//     two edits of a 4-letter word reach ordinary words ("hello" is two
+//     from "help"), one edit mostly reaches slips ("chta", "ifno", "fdw").
+// A one-word prompt that still looks like a slip ("what", one from "chat")
+// gets an error that says how to write it: -p what.
+static const char* likely_subcommand(const std::string& w) {
+    if (w.empty() || w.size() > 12 || w.find_first_not_of("abcdefghijklmnopqrstuvwxyz") != std::string::npos) return nullptr;
+    struct stat st;
+    if (stat(w.c_str(), &st) == 0) return nullptr;
+    const char* best = nullptr;
+    int best_d = 3;
+    auto consider = [&](const char* name) {
+        int d = edit_distance(w, name);
+        int most = strlen(name) <= 4 ? 1 : 2;
+        if (d > 0 && d <= most && d < best_d) best = name, best_d = d;
+    };
+    for (const Command& c : COMMANDS) consider(c.name);
+    consider("help");
+    return best;
+}
+
 // ./run ...: the subcommand named by the first word, else generate.
 int run_command_line(int argc, char** argv) {
     std::string first = argc >= 2 ? argv[1] : "";
+    struct stat in;
+    bool piped = fstat(0, &in) == 0 && (S_ISFIFO(in.st_mode) || S_ISREG(in.st_mode));
+    if (argc < 2 && !piped) {  // ./run alone: the usage (echo hi | ./run: the default model and that prompt)
+        print_help(*find_command("generate"));
+        return 0;
+    }
     if (first == "--version") {
-        printf("%s\n", VERSION);
+        print_version();
         return 0;
     }
     if (first == "help" || first == "-h" || first == "--help") {
@@ -515,5 +772,8 @@ int run_command_line(int argc, char** argv) {
     }
     const Command* c = find_command(first);
     if (c && first != "generate") return c->run(argc - 2, argv + 2);
+    if (const char* guess = likely_subcommand(first))
+        fail("unknown command \"%s\"; did you mean \"%s\"? (a one-word prompt: ./run -p %s)", first.c_str(), guess,
+             first.c_str());
     return cmd_generate(argc - 1, argv + 1);
 }

@@ -6,6 +6,7 @@
 // are the groups its row in the command table names; --help for it is
 // printed from the same rows, with their defaults.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 #include "generate.h"
@@ -18,7 +19,14 @@ struct Options {
     GenerateParams gen;
     bool gen_config = true;  // start from the model's generation_config.json (--no-gen-config: don't)
     bool seed_given = false; // -s/--seed was on the command line (serve: else a fresh seed per request)
-    std::string prompt;      // -p, or the last positional word
+    bool seed_drawn = false; // -s -1: the seed was drawn from the clock
+    // Where each sampling setting came from: "flag" or "generation_config.json"
+    // (a setting not in the map is the default). Keys: temperature, top-k,
+    // top-p, repeat-penalty, frequency-penalty, presence-penalty, repeat-last-n, seed.
+    std::map<std::string, std::string> sampling_source;
+    std::string prompt;      // -p, -f FILE, standard input, or the last positional word
+    std::string prompt_file; // -f FILE
+    bool prompt_stdin = false;  // -p -, or no prompt and standard input is not a terminal
     std::string system;      // --system
     bool raw = false;        // --raw: no chat template
     bool json = false;       // --json
@@ -63,6 +71,11 @@ int run_command_line(int argc, char** argv);
 KernelSet parse_kernel_set(const char* flag, const std::string& name);  // fast | plain | scalar | avx2 | avx512
 DType parse_float_type(const char* flag, const std::string& name);      // f32 | f16 | bf16
 int parse_int_arg(const char* flag, const char* s, int lo, int hi);
+// One line: the sampling settings in effect and where each came from.
+std::string sampling_summary(const Options& o);
+// The chat's /set NAME VALUE: sampling flag --NAME applied to `o` as on the
+// command line (throws LanternError on a bad name or value); returns "--temp" etc.
+std::string set_sampling_flag(const char* command, Options& o, std::string name, const std::string& value);
 
 // The subcommands (inspect.cpp, run.cpp, server.cpp, bench.cpp).
 int cmd_info(int argc, char** argv);

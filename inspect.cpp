@@ -81,12 +81,16 @@ int cmd_fwd(int argc, char** argv) {
     bool all = o.all, as_json = o.json;
     const std::string& path = o.engine.model;
     const std::string& dump = o.dump;
-    if (o.positional.size() == 2 && ids.empty()) {  // the book's form: TOKEN POS
+    // Every argument is checked here, before the model is loaded.
+    if (!o.positional.empty() && !ids.empty())
+        fail("fwd: give TOKEN POS or --tokens ID,ID,..., not both (\"%s\" and --tokens)", o.positional[0].c_str());
+    if (o.positional.size() == 1)
+        fail("fwd: TOKEN %s needs its POS too (usage: ./run fwd MODEL TOKEN POS, or --tokens ID,ID,...)", o.positional[0].c_str());
+    if (o.positional.size() == 2) {  // the book's form: TOKEN POS
         ids = {parse_int_arg("TOKEN", o.positional[0].c_str(), 0, 0x7fffffff)};
         pos = parse_int_arg("POS", o.positional[1].c_str(), 0, 1 << 30);
-    } else if (!o.positional.empty())
-        fail("fwd: give TOKEN POS or --tokens ID,ID,..., not both (\"%s\")", o.positional[0].c_str());
-    if (ids.empty()) fail("fwd: give TOKEN POS or --tokens ID,ID,...");
+    }
+    if (ids.empty()) fail("fwd: give TOKEN POS or --tokens ID,ID,... (usage: ./run fwd MODEL TOKEN POS)");
     int T = (int)ids.size();
     Engine e;
     engine_load(e, o.engine, ENGINE_MODEL | ENGINE_NET, pos + T);

@@ -25,7 +25,7 @@ if ! command -v "$CROSS" >/dev/null || [ -z "$QEMU" ]; then
     exit 77
 fi
 if [ ! -e /usr/lib/aarch64-linux-gnu/libutf8proc.so ]; then
-    echo "skipped: no arm64 libraries (Debian: dpkg --add-architecture arm64; apt-get install libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64)"
+    echo "skipped: no arm64 libraries (Debian: dpkg --add-architecture arm64; apt-get install libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64 libedit-dev:arm64)"
     exit 77
 fi
 

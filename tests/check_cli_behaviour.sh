@@ -37,9 +37,9 @@ d=$(./run -m models/tiny "Hello" --greedy --no-gen-config -c 64 -n 3 2>/dev/null
 [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$a" = "$d" ]; check "-n 3, --n-predict=3, -n3, -p, -m, -c and --greedy agree" $?
 ./run models/tiny "Hello" -s 5 -n 4 >"$T/g1" 2>"$T/g1.err"
 ./run models/tiny "Hello" -s 5 -n 4 -t 0.7 -k 20 --top-p 0.8 --repeat-penalty 1.1 --no-gen-config >"$T/g2" 2>/dev/null
-cmp -s "$T/g1" "$T/g2" && grep -q "generation_config.json: temperature 0.7" "$T/g1.err"
+cmp -s "$T/g1" "$T/g2" && grep -q "sampling: temperature 0.7 (generation_config.json)" "$T/g1.err"
 check "generation_config.json applies by default" $?
-./run models/tiny >"$T/o" 2>"$T/e"; rc=$?
+./run models/tiny </dev/null >"$T/o" 2>"$T/e"; rc=$?
 [ $rc = 1 ] && grep -q "^error: no prompt given for the model models/tiny" "$T/e" && [ ! -s "$T/o" ]
 check "a model folder without a prompt says no prompt" $?
 ./run models/tiny "Hi" --no-gen-config -n 1 --report "$T/myreport" >/dev/null 2>&1 && [ -s "$T/myreport" ]

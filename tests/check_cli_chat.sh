@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # tests/check_cli_chat.sh — the chat REPL as a person meets it, on a
 # pseudo-terminal (Python's pty module): Ctrl-C during a reply returns to the
-# prompt with the conversation kept, an invalid UTF-8 line and unknown
-# /commands are answered without ending the session, /help and /save work,
+# prompt with the conversation kept, unknown /commands are answered without
+# ending the session, /help and /save work,
 # and Ctrl-C twice at an empty prompt quits. Exit 0 when every check passes.
 set -u
 cd "$(dirname "$0")/.."
 [ -x ./run ] && [ -f models/tiny/model.safetensors ] || { echo "needs ./run and models/tiny (make && make models)"; exit 1; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+export HOME="$T"  # the history file of a terminal chat goes here, not to the user's home
 /usr/bin/python3 - "$T" <<'EOF'
 import os, pty, sys, time, select, signal
 tmp = sys.argv[1]
@@ -50,10 +51,8 @@ check("/help lists the commands", b"/save FILE" in out[mark:], out[mark:].decode
 mark = len(out)
 send(b"/bogus\n"); read_until(b"> ")
 check("an unknown /command is answered, not sent to the model", b"unknown command /bogus" in out[mark:], out[mark:].decode(errors="replace"))
-mark = len(out)
-send(b"caf\xe9 ok\n"); read_until(b"> ")
-check("an invalid UTF-8 line is refused with its own byte offset and the session goes on",
-      b"not valid UTF-8 (byte 4 of the line)" in out[mark:], out[mark:].decode(errors="replace"))
+# (An invalid UTF-8 line is checked through a pipe, tests/check_cli_chat_input.sh:
+# on a terminal the line editor decodes what is typed and drops such bytes.)
 # A reply with no length limit: Ctrl-C must stop it and give the prompt back.
 mark = len(out)
 send(b"Tell me a long story\n")

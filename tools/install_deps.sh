@@ -20,7 +20,7 @@ case "$layer" in run | test | all) ;; *) echo "usage: tools/install_deps.sh [run
 # script names what the build needs and stops (README.md: Setup).
 if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
     missing=""
-    for h in utf8proc.h pcre2.h httplib.h nlohmann/json.hpp doctest/doctest.h stb/stb_image_write.h; do
+    for h in utf8proc.h pcre2.h httplib.h nlohmann/json.hpp doctest/doctest.h stb/stb_image_write.h editline/readline.h; do
         printf '#define PCRE2_CODE_UNIT_WIDTH 8\n#include <%s>\n' "$h" |
             ${CXX:-c++} -x c++ -E - $(make -s --no-print-directory --eval='print-%: ; @echo $($*)' print-CXXFLAGS 2>/dev/null) \
                 >/dev/null 2>&1 || missing="$missing $h"
@@ -31,16 +31,16 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
         if [ "$(uname -s)" = Darwin ]; then
             echo "deps: brew install utf8proc pcre2 cpp-httplib nlohmann-json doctest libomp node (stb: see README.md, Setup)" >&2
         else
-            echo "deps: install your distribution's packages for utf8proc, pcre2, cpp-httplib, nlohmann-json, doctest, stb and Node.js" >&2
+            echo "deps: install your distribution's packages for utf8proc, pcre2, cpp-httplib, nlohmann-json, doctest, stb, libedit and Node.js" >&2
         fi
         exit 1
     fi
     have_apt=0
 fi
 
-APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev curl"
+APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev libedit-dev curl"
 [ "$layer" = run ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
-libopenblas0-serial bible-kjv pandoc chromium"
+libopenblas0-serial bible-kjv pandoc chromium tmux"
 [ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
 qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
@@ -50,12 +50,12 @@ if [ "${have_apt:-1}" = 0 ]; then
 else
     command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
     command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
-    # The arm64 builds of the three compiled libraries, beside the native
+    # The arm64 builds of the four compiled libraries, beside the native
     # ones (Debian multiarch), for the cross-compiled ARM build.
     if [ "$layer" = all ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
         dpkg --print-foreign-architectures | grep -qx arm64 ||
             { [ "$(id -u)" = 0 ] && dpkg --add-architecture arm64 || sudo dpkg --add-architecture arm64; }
-        APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64"
+        APT_PACKAGES="$APT_PACKAGES libutf8proc-dev:arm64 libpcre2-dev:arm64 libcpp-httplib-dev:arm64 libedit-dev:arm64"
     fi
 fi
 
