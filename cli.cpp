@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "device.h"
 #include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "json_read.h"
 #include "logging.h"
 #include "gguf/quants.h"
@@ -170,6 +171,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              if (std::find(names.begin(), names.end(), v) == names.end())
                  fail("--quant: \"%s\" is not one of %s", v, one_of(names).c_str());
              o.engine.quant = v; }},
+        {"engine", "--force", nullptr, "off", "let --quant re-quantize weights a file already holds in another block format (refused without it: the roundings add up)",
+         [&](const char*) { o.engine.force = true; }},
         {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: " + one_of(FLOAT_TYPES) + " (f16 and bf16: half the memory)", [&](const char* v) {
              o.engine.kv_type = parse_float_type("--kv-type", v); }},
         {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) {
@@ -299,6 +302,8 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         // convert
         {"convert", "--type", "TYPE", "bf16", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m or q5_k_m", [&](const char* v) {
              o.convert_type = v; }},
+        {"convert", "--force", nullptr, "off", "let --type re-quantize a GGUF file's block-format weights into another format (refused without it)",
+         [&](const char*) { o.engine.force = true; }},
         {"bench", "--llama", "FILE", "build/llama.cpp/bin/llama-bench", "llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh builds it)", [&](const char* v) {
              o.llama_bench = v; }},
         {"bench", "--reps", "N", num(d.reps), "runs per measurement (the median is shown)", [&](const char* v) { o.reps = parse_int_arg("--reps", v, 1, 100); }},
@@ -566,13 +571,17 @@ static void take_positionals(const Command& c, Options& o) {
 
 // Hugging Face's generate() starts from the model's generation_config.json;
 // --gen-config does the same. do_sample false means greedy whatever the
-// temperature says.
-static void apply_generation_config(Options& o, const std::string& dir) {
+// temperature says. A GGUF file carries the same settings as keys, which
+// gguf_load.h:gguf_generation_config hands back as this file's text (`text`).
+static void apply_generation_config(Options& o, const std::string& dir, std::string text = "") {
     SamplerParams& s = o.gen.sampling;
-    std::string path = dir + "/generation_config.json";
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail("--gen-config: %s not found", path.c_str());
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const bool text_given = !text.empty();
+    std::string path = text.empty() ? dir + "/generation_config.json" : dir + " (general.sampling.*)";
+    if (text.empty()) {
+        std::ifstream f(path, std::ios::binary);
+        if (!f) fail("--gen-config: %s not found", path.c_str());
+        text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
     // The same ranges as the flags that set these values (json_read.h).
     nlohmann::json j = json_parse(text, path);
     if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
@@ -583,13 +592,14 @@ static void apply_generation_config(Options& o, const std::string& dir) {
     s.repeat_penalty = (float)json_number(j, "repetition_penalty", s.repeat_penalty, PENALTY_RANGE.lo, PENALTY_RANGE.hi, path);
     if (s.repeat_penalty <= 0) fail("%s: \"repetition_penalty\" must be greater than 0", path.c_str());
     // Each setting the file holds is said to come from it (sampling_summary).
+    const std::string source = text_given ? "the GGUF's general.sampling keys" : "generation_config.json";
     const char* keys[][2] = {{"temperature", "temperature"}, {"top_p", "top-p"}, {"top_k", "top-k"},
                              {"repetition_penalty", "repeat-penalty"}};
     for (auto& k : keys)
-        if (j.contains(k[0])) o.sampling_source[k[1]] = "generation_config.json";
+        if (j.contains(k[0])) o.sampling_source[k[1]] = source;
     if (!json_bool(j, "do_sample", true, path)) {
         s.temperature = 0;
-        o.sampling_source["temperature"] = "generation_config.json do_sample false";
+        o.sampling_source["temperature"] = source + " do_sample false";
     }
 }
 
@@ -630,9 +640,10 @@ Options parse_command(const char* name, int argc, char** argv) {
     if (has_word(c->groups, "sampling") && o.gen_config) {
         std::string dir = model_dir(o.engine.model.empty() ? default_model_path() : o.engine.model);
         struct stat st;
-        if (stat((dir + "/generation_config.json").c_str(), &st) == 0) {
+        std::string from_gguf = is_gguf_path(dir) ? gguf_generation_config(dir) : "";
+        if (!from_gguf.empty() || stat((dir + "/generation_config.json").c_str(), &st) == 0) {
             Options again;
-            apply_generation_config(again, dir);
+            apply_generation_config(again, dir, from_gguf);
             parse_words(*c, argc, argv, again, help);
             take_positionals(*c, again);
             o = again;

@@ -51,7 +51,7 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
              o.threads, cores);
     kernels_init(o.kernels, o.threads);
     open_model(e.model, path);
-    if (o.quant != "none") quantize_model(e.model, parse_weight_type("--quant", o.quant));
+    if (o.quant != "none") quantize_model(e.model, check_quantize_model(e.model, parse_weight_type("--quant", o.quant), o.force));
     if (const SimdKernels* k = packing_kernels()) pack_model(e.model, *k);
     if (parts & ENGINE_TOKENIZER) open_tokenizer(e.tok, e.model.dir);
     if (parts & ENGINE_NET)

@@ -24,6 +24,7 @@ struct EngineOptions {
     int threads = 0;                      // 0 = all cores
     KernelSet kernels = KernelSet::Fast;  // kernels.h
     std::string quant = "none";           // --quant q8_0, q4_0, ..., q6_k (quants.h)
+    bool force = false;                   // --force: --quant may re-quantize a quantized file (gguf_load.h)
     DType kv_type = DType::F32;           // --kv-type
     Device device = Device::CPU;          // --device (device.h); engine_load makes it g_device
 };

@@ -479,6 +479,7 @@ void quantize_model(Model& m, DType to) {
     for (Mat* w : weight_matrices(m)) {
         DType t = block_fallback(to, w->cols);
         if (w->cols % dtype_block_size(t)) { kept++; continue; }
+        if (w->dtype == t) continue;  // already that type (a GGUF file's): its bytes stay
         m.owned.emplace_back();
         prefer_huge_pages(m.owned.back(), (size_t)w->rows * dtype_row_bytes(t, w->cols));
         Mat src = *w;

@@ -17,6 +17,17 @@
 // matrix whose rows are 896 long falls back; only ffn_down (rows of
 // 4864 = 19 x 256) keeps a k-quant.
 //
+// A source that is already quantized (a GGUF file of Q8_0, Q4_K, ...
+// matrices) keeps a matrix whose type does not change byte for byte, and
+// may be widened to f32 (exact); any other type rounds its rounded weights
+// again, and is refused without --force (gguf_load.h:check_requantize).
+//
+// Besides the weights: the model's generation_config.json as llama.cpp's
+// general.sampling.* keys and lantern.generation.* (gguf_load.h), and
+// config.json's stop ids as lantern.eos_token_ids when the one
+// tokenizer.ggml.eos_token_id cannot say them. So the file samples and
+// stops as the folder does, with no file beside it.
+//
 // The presets q4_k_m and q5_k_m follow llama.cpp's "_M" mix: Q4_K (Q5_K)
 // everywhere, but Q6_K for the output matrix (the embedding when it is
 // tied) and for attn_v and ffn_down in the layers where more bits help
@@ -27,6 +38,7 @@
 #include <map>
 #include "arch.h"
 #include "gguf/gguf.h"
+#include "gguf/gguf_load.h"
 #include "cli.h"
 #include "logging.h"
 #include "model.h"
@@ -74,8 +86,9 @@ static GGUFValue string_array(const std::string& key, std::vector<std::string> v
 
 // tokenizer.ggml.*: the tokenizer as llama.cpp's "gpt2" (byte-level BPE)
 // model with Qwen2's pre-tokenizer. Rows of the embedding past the
-// tokenizer's last id get placeholder names and the type "unused".
-static void tokenizer_values(std::vector<GGUFValue>& kv, const Tokenizer& tok, const Config& c, const std::string& src) {
+// tokenizer's last id get placeholder names and the type "unused". Returns
+// the eos id it wrote (-1: none).
+static int tokenizer_values(std::vector<GGUFValue>& kv, const Tokenizer& tok, const Config& c, const std::string& src) {
     if (tok.vocab_size > c.vocab)
         fail("%s: the tokenizer has %d ids but the model only %d embedding rows", src.c_str(), tok.vocab_size, c.vocab);
     std::vector<std::string> tokens(c.vocab);
@@ -109,6 +122,7 @@ static void tokenizer_values(std::vector<GGUFValue>& kv, const Tokenizer& tok, c
     if (pad >= 0) kv.push_back(gguf_u32("tokenizer.ggml.padding_token_id", pad));
     kv.push_back(gguf_bool("tokenizer.ggml.add_bos_token", false));
     if (!tok.chat_template.empty()) kv.push_back(gguf_str("tokenizer.chat_template", tok.chat_template));
+    return eos;
 }
 
 int cmd_convert(int argc, char** argv) {
@@ -155,7 +169,16 @@ int cmd_convert(int argc, char** argv) {
     }
     kv.push_back(gguf_f32(a + "rope.freq_base", c.rope_theta));
     kv.push_back(gguf_f32(a + "attention.layer_norm_rms_epsilon", c.eps));
-    tokenizer_values(kv, tok, c, pos[0]);
+    int eos = tokenizer_values(kv, tok, c, pos[0]);
+    // The folder stops at config.json's ids (generate.cpp:stop_token_ids);
+    // when that is not the one eos id above, the list goes in as well.
+    if (!c.eos_ids.empty() && c.eos_ids != std::vector<int>{eos}) {
+        GGUFValue ids;
+        ids.key = "lantern.eos_token_ids", ids.type = GGUF_ARRAY, ids.elem_type = GGUF_I32;
+        ids.nums.assign(c.eos_ids.begin(), c.eos_ids.end());
+        kv.push_back(ids);
+    }
+    gguf_generation_values(kv, pos[0]);  // sample as the folder does (gguf_load.h)
 
     // The tensors in the engine's order: embedding, each layer's in the
     // order of the family's row (Qwen2 with its q/k/v biases, Qwen3 with its
@@ -166,30 +189,48 @@ int cmd_convert(int argc, char** argv) {
     hf.push_back(arch_hf_name(family, TensorRole::FinalNorm, -1));
     if (!tied) hf.push_back(arch_hf_name(family, TensorRole::LmHead, -1));
 
+    // Each tensor's type first, so that a refused re-quantization writes nothing.
+    std::vector<const TensorInfo*> src(hf.size());
+    std::vector<DType> to(hf.size());
+    std::vector<TypeChange> changes;
+    for (size_t i = 0; i < hf.size(); i++) {
+        src[i] = find_tensor(m, hf[i]);
+        if (!src[i]) fail("%s: tensor %s is missing", m.weights_path.c_str(), hf[i].c_str());
+        const TensorInfo* t = src[i];
+        int cols = (int)t->shape.back();
+        int layer = hf[i].rfind("model.layers.", 0) == 0 ? atoi(hf[i].c_str() + 13) : -1;
+        to[i] = t->shape.size() == 2 ? convert_matrix_type(*ct, arch_translate(family, hf[i], true), cols, layer, c.n_layers, tied)
+                                     : DType::F32;
+        changes.push_back({t->dtype, to[i]});
+    }
+    check_requantize(pos[0], changes, "--type", ct->name, o.engine.force);
+
     std::vector<std::vector<uint8_t>> storage(hf.size());
     std::vector<GGUFTensorOut> out;
     std::map<std::string, int> counts;
+    int kept = 0;
     for (size_t i = 0; i < hf.size(); i++) {
-        const TensorInfo* t = find_tensor(m, hf[i]);
-        if (!t) fail("%s: tensor %s is missing", m.weights_path.c_str(), hf[i].c_str());
+        const TensorInfo* t = src[i];
         bool matrix = t->shape.size() == 2;
         int rows = matrix ? (int)t->shape[0] : 1, cols = (int)t->shape.back();
-        Mat src{t->dtype, rows, cols, t->data};
+        Mat s{t->dtype, rows, cols, t->data};
         GGUFTensorOut o;
         o.info.name = arch_translate(family, hf[i], true);
-        int layer = hf[i].rfind("model.layers.", 0) == 0 ? atoi(hf[i].c_str() + 13) : -1;
-        DType to = matrix ? convert_matrix_type(*ct, o.info.name, cols, layer, c.n_layers, tied) : DType::F32;
-        Mat dst = quantize_mat(src, to, storage[i]);
-        o.info.ggml_type = dtype_to_ggml_type(to);
+        // Already in its type: the bytes as they are (a block format read
+        // and written again need not round to the same codes).
+        Mat dst = s.dtype == to[i] ? s : quantize_mat(s, to[i], storage[i]);
+        kept += matrix && dtype_block_size(s.dtype) > 1 && s.dtype == to[i];
+        o.info.ggml_type = dtype_to_ggml_type(to[i]);
         o.info.ne = matrix ? std::vector<int64_t>{cols, rows} : std::vector<int64_t>{cols};
         o.info.nbytes = dst.bytes();
         o.data = dst.data;
-        if (matrix) counts[dtype_name(to)]++;
+        if (matrix) counts[dtype_name(to[i])]++;
         out.push_back(o);
     }
     gguf_write(pos[1], kv, out);
     std::string mix;
     for (auto& [t, n] : counts) mix += (mix.empty() ? "" : ", ") + std::to_string(n) + " " + t;
-    LOGI(CAT_LOAD, "wrote %s (%s): %zu tensors; matrices: %s", pos[1].c_str(), ct->name, out.size(), mix.c_str());
+    LOGI(CAT_LOAD, "wrote %s (%s): %zu tensors; matrices: %s%s", pos[1].c_str(), ct->name, out.size(), mix.c_str(),
+         kept ? strprintf(" (%d kept byte for byte from %s)", kept, pos[0].c_str()).c_str() : "");
     return 0;
 }

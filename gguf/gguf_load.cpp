@@ -4,11 +4,18 @@
 // generate.cpp:open_model and open_tokenizer call them for a .gguf path.
 #include "gguf/gguf_load.h"
 #include <algorithm>
+#include <cctype>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include "arch.h"
 #include "gguf/gguf.h"
+#include "json_read.h"
 #include "logging.h"
 #include "model.h"
 #include "gguf/quants.h"
@@ -88,6 +95,19 @@ void gguf_load_model(Model& m, const std::string& path) {
     const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
     if (bos && bos->type != GGUF_ARRAY && bos->type != GGUF_STRING) c.bos_id = (int)bos->i64;
     if (eos && eos->type != GGUF_ARRAY && eos->type != GGUF_STRING) c.eos_ids = {(int)eos->i64};
+    // config.json's stop ids when one eos id could not say them (./run
+    // convert writes the key then): the folder's list, so the file stops
+    // where the folder does.
+    if (const GGUFValue* ids = gguf_find(f, "lantern.eos_token_ids")) {
+        if (ids->type != GGUF_ARRAY || ids->elem_type == GGUF_STRING || ids->elem_type == GGUF_F32 ||
+            ids->elem_type == GGUF_F64 || ids->nums.size() > 64)
+            fail("%s: key lantern.eos_token_ids must be an array of at most 64 integers", path.c_str());
+        c.eos_ids.clear();
+        for (double id : ids->nums) {
+            if (id < 0 || id > MAX_VOCAB) fail("%s: key lantern.eos_token_ids holds %.0f, not an id in [0, %d]", path.c_str(), id, MAX_VOCAB);
+            c.eos_ids.push_back((int)id);
+        }
+    }
 
     const std::string embd = arch_gguf_name(*family, TensorRole::Embed, -1), output = arch_gguf_name(*family, TensorRole::LmHead, -1);
     bool has_output = false;
@@ -180,6 +200,187 @@ void gguf_load_tokenizer(Tokenizer& tok, const std::string& path) {
     tok.chat_template = get_str(f, "tokenizer.chat_template");
     const GGUFValue* eos = gguf_find(f, "tokenizer.ggml.eos_token_id");
     if (eos && eos->i64 >= 0 && (size_t)eos->i64 < tokens->strs.size()) tok.eos_token = tokens->strs[eos->i64];
+}
+
+// ---------------------------------------------------------------------------
+// Generation settings (gguf_load.h has the table of keys).
+//
+// llama.cpp's own keys for the four settings both engines have, so that
+// llama.cpp samples a converted file as Lantern does; every other key of
+// generation_config.json under lantern.generation.<key>, as it was.
+static const std::pair<const char*, const char*> SAMPLING_KEYS[] = {
+    {"general.sampling.temp", "temperature"},
+    {"general.sampling.top_k", "top_k"},
+    {"general.sampling.top_p", "top_p"},
+    {"general.sampling.penalty_repeat", "repetition_penalty"},
+};
+static const std::string LANTERN_GENERATION = "lantern.generation.";
+
+static std::string join(const std::vector<std::string>& v, const char* sep) {
+    std::string r;
+    for (const std::string& s : v) r += (r.empty() ? "" : sep) + s;
+    return r;
+}
+
+static bool is_float_type(uint32_t t) { return t == GGUF_F32 || t == GGUF_F64; }
+
+// One GGUF value as the JSON value it stands for.
+static nlohmann::json value_to_json(const GGUFFile& f, const GGUFValue& v) {
+    using json = nlohmann::json;
+    auto number = [&](uint32_t t, double d, int64_t i) -> json {
+        if (t == GGUF_BOOL) return json(i != 0);
+        if (!is_float_type(t)) return json(i);
+        if (!std::isfinite(d)) fail("%s: key %s must be a finite number", f.path.c_str(), v.key.c_str());
+        return json(d);
+    };
+    if (v.type == GGUF_STRING) return json(v.str);
+    if (v.type != GGUF_ARRAY) return number(v.type, v.num, v.i64);
+    json a = json::array();
+    if (v.elem_type == GGUF_STRING)
+        for (const std::string& s : v.strs) a.push_back(s);
+    else
+        for (double x : v.nums) a.push_back(number(v.elem_type, x, (int64_t)x));
+    return a;
+}
+
+std::string gguf_generation_config(const std::string& path) {
+    MappedGGUF g(path);
+    const GGUFFile& f = g.f;
+    nlohmann::json j = nlohmann::json::object();
+    for (const GGUFValue& v : f.kv)
+        if (v.key.compare(0, LANTERN_GENERATION.size(), LANTERN_GENERATION) == 0)
+            j[v.key.substr(LANTERN_GENERATION.size())] = value_to_json(f, v);
+    // llama.cpp's keys last: where both name a setting, llama.cpp's wins, so
+    // the two engines agree.
+    for (auto& [key, name] : SAMPLING_KEYS)
+        if (const GGUFValue* v = gguf_find(f, key)) {
+            if (v->type == GGUF_STRING || v->type == GGUF_ARRAY || v->type == GGUF_BOOL)
+                fail("%s: key %s must be a number", path.c_str(), key);
+            j[name] = value_to_json(f, *v);
+        }
+    return j.empty() ? "" : j.dump();
+}
+
+// A JSON value as a GGUF value under `key`; false for what GGUF cannot hold
+// as one value (null, an object, a list of mixed things).
+static bool json_to_value(const nlohmann::json& x, const std::string& key, GGUFValue& v) {
+    v = GGUFValue();
+    v.key = key;
+    auto int_type = [](long long i) { return i >= INT32_MIN && i <= INT32_MAX ? GGUF_I32 : GGUF_I64; };
+    if (x.is_boolean()) {
+        v.type = GGUF_BOOL, v.i64 = x.get<bool>(), v.num = (double)v.i64;
+    } else if (x.is_number_integer() && (!x.is_number_unsigned() || x.get<unsigned long long>() <= INT64_MAX)) {
+        v.i64 = x.get<long long>(), v.num = (double)v.i64, v.type = int_type(v.i64);
+    } else if (x.is_number()) {
+        v.type = GGUF_F64, v.num = x.get<double>();
+    } else if (x.is_string()) {
+        v.type = GGUF_STRING, v.str = x.get<std::string>();
+    } else if (x.is_array() && !x.empty()) {
+        v.type = GGUF_ARRAY;
+        bool strings = x[0].is_string();
+        v.elem_type = strings ? GGUF_STRING : GGUF_I32;
+        for (const nlohmann::json& e : x) {
+            if (strings && e.is_string()) v.strs.push_back(e.get<std::string>());
+            else if (!strings && e.is_number_integer() && !e.is_number_unsigned()) v.nums.push_back((double)e.get<long long>());
+            else if (!strings && e.is_number_unsigned() && e.get<unsigned long long>() <= INT32_MAX) v.nums.push_back((double)e.get<unsigned long long>());
+            else if (!strings && e.is_number()) v.nums.push_back(e.get<double>()), v.elem_type = GGUF_F64;
+            else return false;
+            if (!strings && v.elem_type == GGUF_I32 && (v.nums.back() < INT32_MIN || v.nums.back() > INT32_MAX)) v.elem_type = GGUF_I64;
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+void gguf_generation_values(std::vector<GGUFValue>& kv, const std::string& source) {
+    if (is_gguf_path(source)) {  // a GGUF source: its keys as they are
+        MappedGGUF g(source);
+        for (const GGUFValue& v : g.f.kv)
+            if (v.key.compare(0, 17, "general.sampling.") == 0 || v.key.compare(0, LANTERN_GENERATION.size(), LANTERN_GENERATION) == 0)
+                kv.push_back(v);
+        return;
+    }
+    std::string path = model_dir(source) + "/generation_config.json";
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return;  // a model without one samples with Lantern's defaults, then as now
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("%s: cannot open", path.c_str());
+    nlohmann::json j = json_parse(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
+    if (!j.is_object()) fail("%s: expected a JSON object", path.c_str());
+    std::map<std::string, std::string> gguf_key;
+    for (auto& [key, name] : SAMPLING_KEYS) gguf_key[name] = key;
+    // do_sample false means greedy whatever the temperature says (Hugging
+    // Face's rule, and cli.cpp's): llama.cpp has no such key, so its
+    // temperature says it, 0, for llama.cpp as well.
+    bool greedy = !json_bool(j, "do_sample", true, path);
+    std::vector<std::string> skipped;
+    for (auto& [name, x] : j.items()) {
+        bool sampling = gguf_key.count(name) > 0;
+        GGUFValue v;
+        if (!json_to_value(greedy && name == "temperature" ? nlohmann::json(0.0) : x, sampling ? gguf_key[name] : LANTERN_GENERATION + name, v)) {
+            if (!x.is_null()) skipped.push_back(name);
+            continue;
+        }
+        if (sampling) {  // llama.cpp's types: f32, top_k i32
+            if (v.type == GGUF_STRING || v.type == GGUF_ARRAY || v.type == GGUF_BOOL)
+                fail("%s: \"%s\" must be a number", path.c_str(), name.c_str());
+            bool integer = name == "top_k";
+            if (integer && (v.type == GGUF_F64 || v.i64 < INT32_MIN || v.i64 > INT32_MAX))
+                fail("%s: \"top_k\" must be an integer", path.c_str());
+            v.type = integer ? GGUF_I32 : GGUF_F32;
+        }
+        kv.push_back(v);
+    }
+    if (greedy && !j.contains("temperature")) kv.push_back(gguf_f32("general.sampling.temp", 0));
+    if (!skipped.empty())
+        LOGW(CAT_LOAD, "%s: %s not carried into the file (GGUF holds no objects or mixed lists)", path.c_str(), join(skipped, ", ").c_str());
+}
+
+// ---------------------------------------------------------------------------
+// Re-quantization.
+
+bool requantize_is_lossy(DType from, DType to) {
+    return dtype_block_size(from) > 1 && to != from && to != DType::F32;
+}
+
+static std::string lower(std::string s) {
+    for (char& ch : s) ch = (char)tolower((unsigned char)ch);
+    return s;
+}
+
+void check_requantize(const std::string& file, const std::vector<TypeChange>& changes, const char* flag,
+                      const std::string& to_name, bool force) {
+    std::vector<std::string> held;  // the block formats that would be rounded again
+    for (const TypeChange& c : changes) {
+        std::string from = lower(dtype_name(c.from));
+        if (requantize_is_lossy(c.from, c.to) && std::find(held.begin(), held.end(), from) == held.end()) held.push_back(from);
+    }
+    if (held.empty()) return;
+    std::string types = join(held, ", ");
+    if (!force)
+        fail("%s: the weights are already %s; %s %s would quantize them a second time and add its rounding to theirs "
+             "(quantize the original model, or add --force)", file.c_str(), types.c_str(), flag, to_name.c_str());
+    LOGW(CAT_LOAD, "%s: re-quantizing %s weights to %s (--force): the rounding of both adds up", file.c_str(), types.c_str(),
+         to_name.c_str());
+}
+
+DType check_quantize_model(const Model& m, DType to, bool force) {
+    std::vector<TypeChange> changes;
+    int kept = 0, matrices = 0;
+    for (const TensorInfo& t : m.tensors) {
+        if (t.shape.size() != 2) continue;
+        matrices++;
+        int cols = (int)t.shape[1];
+        DType goal = block_fallback(to, cols);
+        if (cols % dtype_block_size(goal) || goal == t.dtype) kept++;  // quantize_model leaves it as it is
+        else changes.push_back({t.dtype, goal});
+    }
+    check_requantize(m.weights_path, changes, "--quant", lower(dtype_name(to)), force);
+    if (changes.empty() && matrices && dtype_block_size(to) > 1)
+        LOGI(CAT_LOAD, "%s: every matrix already is %s (or keeps its type): --quant %s keeps them as the file holds them",
+             m.weights_path.c_str(), lower(dtype_name(to)).c_str(), lower(dtype_name(to)).c_str());
+    return to;
 }
 
 // ---------------------------------------------------------------------------

@@ -485,3 +485,189 @@ TEST_CASE("gguf: the tokenizer from the file encodes exactly like tokenizer.json
     }
     CHECK(differ == 0);
 }
+
+// ---------------------------------------------------------------------------
+// 5. What a converted file carries besides the weights, and what --quant and
+//    convert do to a file that is already quantized.
+
+// models/tiny's json files in build/test_models/NAME, its weights linked;
+// `edit` rewrites generation_config.json and config.json first.
+static std::string tiny_copy(const std::string& name, const std::string& gen_config, const std::string& eos = "") {
+    std::string dir = "build/test_models/" + name;
+    std::string cmd = "rm -rf " + dir + " && mkdir -p " + dir + " && cp models/tiny/*.json " + dir +
+                      "/ && ln -s \"$PWD/models/tiny/model.safetensors\" " + dir + "/model.safetensors";
+    REQUIRE(system(cmd.c_str()) == 0);
+    if (gen_config.empty()) REQUIRE(system(("rm " + dir + "/generation_config.json").c_str()) == 0);
+    else spit(dir + "/generation_config.json", gen_config);
+    if (!eos.empty()) {
+        nlohmann::json c = nlohmann::json::parse(slurp(dir + "/config.json"));
+        c["eos_token_id"] = nlohmann::json::parse(eos);
+        spit(dir + "/config.json", c.dump(2));
+    }
+    return dir;
+}
+
+static Options options_for(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    return parse_command("generate", (int)argv.size(), argv.data());
+}
+
+static void check_same_sampling(const SamplerParams& a, const SamplerParams& b) {
+    CHECK(a.temperature == b.temperature);
+    CHECK(a.top_k == b.top_k);
+    CHECK(a.top_p == b.top_p);
+    CHECK(a.repeat_penalty == b.repeat_penalty);
+    CHECK(a.frequency_penalty == b.frequency_penalty);
+    CHECK(a.presence_penalty == b.presence_penalty);
+    CHECK(a.repeat_last_n == b.repeat_last_n);
+    CHECK(a.seed == b.seed);
+}
+
+TEST_CASE("gguf: generation_config.json travels in the file: llama.cpp's general.sampling.* keys, the rest under lantern.generation.*") {
+    std::string file = convert_to("models/tiny", "bf16");
+    MappedGGUF g(file);
+    // models/tiny/generation_config.json: temperature 0.7, top_k 20, top_p 0.8, repetition_penalty 1.1
+    const GGUFValue* temp = gguf_find(g.f, "general.sampling.temp");
+    REQUIRE(temp != nullptr);
+    CHECK(temp->type == GGUF_F32);
+    CHECK((float)temp->num == 0.7f);
+    REQUIRE(gguf_find(g.f, "general.sampling.top_k") != nullptr);
+    CHECK(gguf_find(g.f, "general.sampling.top_k")->type == GGUF_I32);
+    CHECK(gguf_find(g.f, "general.sampling.top_k")->i64 == 20);
+    REQUIRE(gguf_find(g.f, "general.sampling.top_p") != nullptr);
+    CHECK((float)gguf_find(g.f, "general.sampling.top_p")->num == 0.8f);
+    REQUIRE(gguf_find(g.f, "general.sampling.penalty_repeat") != nullptr);
+    CHECK((float)gguf_find(g.f, "general.sampling.penalty_repeat")->num == 1.1f);
+    const GGUFValue* eos = gguf_find(g.f, "lantern.generation.eos_token_id");
+    REQUIRE(eos != nullptr);
+    CHECK(eos->nums == std::vector<double>{151645, 151643});
+    REQUIRE(gguf_find(g.f, "lantern.generation.do_sample") != nullptr);
+    CHECK(gguf_find(g.f, "lantern.generation.do_sample")->type == GGUF_BOOL);
+    CHECK(gguf_find(g.f, "lantern.generation.temperature") == nullptr);  // llama.cpp's key holds it
+    // The same settings as the folder's, through the same reader, with and
+    // without flags on top.
+    check_same_sampling(options_for({file, "hi"}).gen.sampling, options_for({"models/tiny", "hi"}).gen.sampling);
+    check_same_sampling(options_for({file, "hi", "-k", "3", "-s", "9"}).gen.sampling,
+                        options_for({"models/tiny", "hi", "-k", "3", "-s", "9"}).gen.sampling);
+    CHECK(options_for({file, "hi"}).gen.sampling.temperature == 0.7f);
+    CHECK(options_for({file, "hi", "--no-gen-config"}).gen.sampling.temperature == SamplerParams().temperature);
+    // A file converted from the file carries them on.
+    std::string again = "build/test_tiny_again.gguf";
+    std::vector<std::string> args = {file, again, "--type", "f32"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    REQUIRE(cmd_convert((int)argv.size(), argv.data()) == 0);
+    CHECK(gguf_generation_config(again) == gguf_generation_config(file));
+    check_same_sampling(options_for({again, "hi"}).gen.sampling, options_for({"models/tiny", "hi"}).gen.sampling);
+}
+
+TEST_CASE("gguf: do_sample false is temperature 0 in the file; no generation_config.json, no keys") {
+    std::string dir = tiny_copy("tiny_greedy", R"({"do_sample": false, "temperature": 0.7, "top_k": 5})");
+    std::string file = convert_to(dir, "bf16");
+    MappedGGUF g(file);
+    REQUIRE(gguf_find(g.f, "general.sampling.temp") != nullptr);
+    CHECK(gguf_find(g.f, "general.sampling.temp")->num == 0);  // llama.cpp has no do_sample: greedy for it too
+    check_same_sampling(options_for({file, "hi"}).gen.sampling, options_for({dir, "hi"}).gen.sampling);
+    CHECK(options_for({file, "hi"}).gen.sampling.temperature == 0);
+
+    std::string bare = tiny_copy("tiny_nogen", "");
+    std::string file2 = convert_to(bare, "bf16");
+    CHECK(gguf_generation_config(file2) == "");
+    check_same_sampling(options_for({file2, "hi"}).gen.sampling, options_for({bare, "hi"}).gen.sampling);
+}
+
+TEST_CASE("gguf: generation keys of the wrong type or range are refused naming the file and the key") {
+    auto file_with = [](const GGUFValue& v) {
+        std::string path = "build/test_gen_keys.gguf";
+        gguf_write(path, {gguf_str("general.architecture", "qwen2"), v}, {});
+        return path;
+    };
+    CHECK_THROWS_WITH_AS(gguf_generation_config(file_with(gguf_str("general.sampling.temp", "hot"))),
+                         doctest::Contains("key general.sampling.temp must be a number"), LanternError);
+    CHECK_THROWS_WITH_AS(gguf_generation_config(file_with(gguf_f32("general.sampling.top_p", NAN))),
+                         doctest::Contains("key general.sampling.top_p must be a finite number"), LanternError);
+    // The ranges are generation_config.json's, checked by its reader.
+    CHECK_THROWS_WITH_AS(options_for({file_with(gguf_f32("general.sampling.temp", -1)), "hi"}),
+                         doctest::Contains("\"temperature\" must be a number in [0"), LanternError);
+    CHECK_THROWS_WITH_AS(options_for({file_with(gguf_f32("general.sampling.top_p", 0)), "hi"}),
+                         doctest::Contains("\"top_p\" must be in (0, 1]"), LanternError);
+    // llama.cpp's key wins over a lantern.generation one of the same setting.
+    std::string path = "build/test_gen_keys.gguf";
+    gguf_write(path, {gguf_f32("lantern.generation.temperature", 0.2f), gguf_f32("general.sampling.temp", 0.5f)}, {});
+    CHECK(options_for({path, "hi"}).gen.sampling.temperature == 0.5f);
+}
+
+TEST_CASE("gguf: config.json's list of stop ids survives convert (lantern.eos_token_ids)") {
+    std::string dir = tiny_copy("tiny_eos", R"({"temperature": 0.5})", "[151645, 151643, 7]");
+    std::string file = convert_to(dir, "bf16");
+    Model folder, m;
+    load_model(folder, dir);
+    gguf_load_model(m, file);
+    CHECK(folder.cfg.eos_ids == std::vector<int>{151645, 151643, 7});
+    CHECK(m.cfg.eos_ids == folder.cfg.eos_ids);
+    // One id that tokenizer.ggml.eos_token_id already says: no extra key.
+    MappedGGUF g(convert_to("models/tiny", "bf16"));
+    CHECK(gguf_find(g.f, "lantern.eos_token_ids") == nullptr);
+}
+
+static std::string convert_error(const std::vector<std::string>& words) {
+    std::vector<std::string> args = words;
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    try {
+        cmd_convert((int)argv.size(), argv.data());
+    } catch (const LanternError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST_CASE("gguf: a quantized file is not quantized again into another format without --force") {
+    std::string q8 = convert_to("models/tiny", "q8_0");
+    CHECK(requantize_is_lossy(DType::Q8_0, DType::Q4_0));
+    CHECK(requantize_is_lossy(DType::Q4_0, DType::Q8_0));  // finer, but the Q4_0 rounding stays and Q8_0's joins it
+    CHECK(requantize_is_lossy(DType::Q4_K, DType::BF16));
+    CHECK(!requantize_is_lossy(DType::Q4_K, DType::Q4_K));
+    CHECK(!requantize_is_lossy(DType::Q4_K, DType::F32));  // exact
+    CHECK(!requantize_is_lossy(DType::BF16, DType::Q4_0));  // the first quantization
+    // convert: refused before anything is written, naming the file and both formats.
+    std::string out = "build/test_requant.gguf";
+    std::remove(out.c_str());
+    std::string e = convert_error({q8, out, "--type", "q4_0"});
+    CHECK(e.find(q8) != std::string::npos);
+    CHECK(e.find("already q8_0") != std::string::npos);
+    CHECK(e.find("--type q4_0") != std::string::npos);
+    CHECK(e.find("--force") != std::string::npos);
+    CHECK(!std::ifstream(out).good());
+    CHECK(convert_error({q8, out, "--type", "q4_0", "--force"}) == "");
+    CHECK(convert_error({q8, out, "--type", "f32"}) == "");
+    // The same type: every byte of every tensor as the source holds it.
+    CHECK(convert_error({q8, out, "--type", "q8_0"}) == "");
+    {
+        MappedGGUF a(q8), b(out);
+        REQUIRE(a.f.tensors.size() == b.f.tensors.size());
+        for (size_t i = 0; i < a.f.tensors.size(); i++) {
+            const GGUFTensor &x = a.f.tensors[i], &y = b.f.tensors[i];
+            CHECK(x.ggml_type == y.ggml_type);
+            REQUIRE(x.nbytes == y.nbytes);
+            CHECK(memcmp((const uint8_t*)a.map + a.f.data_start + x.offset, (const uint8_t*)b.map + b.f.data_start + y.offset, x.nbytes) == 0);
+        }
+    }
+    // --quant at load: the same rule; the same type leaves the file's bytes where they are.
+    Model m;
+    open_model(m, q8);
+    CHECK_THROWS_WITH_AS(check_quantize_model(m, DType::Q4_0, false), doctest::Contains("already q8_0; --quant q4_0"), LanternError);
+    CHECK_THROWS_WITH_AS(check_quantize_model(m, DType::Q4_K, false), doctest::Contains("already q8_0; --quant q4_k"), LanternError);
+    CHECK_NOTHROW(check_quantize_model(m, DType::Q4_0, true));
+    CHECK_NOTHROW(check_quantize_model(m, DType::F32, false));
+    CHECK_NOTHROW(check_quantize_model(m, DType::Q8_0, false));
+    const void* before = m.layers[0].wq.data;
+    quantize_model(m, DType::Q8_0);
+    CHECK(m.layers[0].wq.data == before);
+    CHECK(m.owned.empty());
+    // A bf16 file is quantized as a folder is.
+    Model b;
+    open_model(b, convert_to("models/tiny", "bf16"));
+    CHECK_NOTHROW(check_quantize_model(b, DType::Q4_0, false));
+}
