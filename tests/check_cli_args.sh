@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# tests/check_cli_args.sh — the command-line papercuts of issue 32, each a
-# check that failed on the code before it: words with no place are an error
-# naming them, the prompt from -f FILE / -p - / a pipe, the "sampling:" line
+# tests/check_cli_args.sh — the command line as a llama.cpp user meets it:
+# words with no place are an error naming them, the prompt from -f FILE / -p - / a pipe, the "sampling:" line
 # with each setting's source and the seed, -s -1, the -t warning, a typo of a
 # subcommand, ./run alone, fwd's arguments, -q's newline, --version, -v's help
 # per subcommand, error lists that match the help, "decode -" for -n 1, and a
