@@ -38,7 +38,8 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
     have_apt=0
 fi
 
-APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev libedit-dev curl"
+APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev libedit-dev curl
+ca-certificates"
 [ "$layer" = run ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
 libopenblas0-serial bible-kjv pandoc chromium tmux"
 [ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
