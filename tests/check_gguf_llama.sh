@@ -29,6 +29,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d tools/node_modules/node-llama-cpp ]; then echo "skipped: tools/node_modules/node-llama-cpp is not installed"; exit 77; fi
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+    echo "skipped: node-llama-cpp needs Node.js 20 or later; this machine has $(node --version)"; exit 77
+fi
 work=build/gguf_llama
 mkdir -p $work
 [ -f $work/k256/model.safetensors ] && [ $work/k256/model.safetensors -nt build/gen_model ] ||

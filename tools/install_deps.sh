@@ -102,8 +102,17 @@ if [ ! -f "$TOK/tokenizer.json" ]; then
 fi
 
 # npm modules for the reference tokenizer and the server's client tests.
+# node-llama-cpp (llama.cpp parity, make test-all) needs Node.js 20 or later;
+# Debian 12's own nodejs is 18, where its install script fails: there the
+# modules are installed without their scripts, and the llama.cpp checks say
+# they are skipped (the other modules work on 18).
 if [ "$layer" != run ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
     echo "deps: npm install in tools/"
-    (cd tools && npm ci --silent --no-audit --no-fund 2>/dev/null || npm install --silent --no-audit --no-fund)
+    scripts=""
+    if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
+        echo "deps: Node.js $(node --version 2>/dev/null) is older than 20: node-llama-cpp is installed without its scripts, and the llama.cpp parity check will be skipped"
+        scripts="--ignore-scripts"
+    fi
+    (cd tools && npm ci --silent --no-audit --no-fund $scripts 2>/dev/null || npm install --silent --no-audit --no-fund $scripts)
 fi
 exit 0
