@@ -249,7 +249,7 @@ static_assert(Q8_ROWS <= 4, "q8_pass takes the rows' scales from one register of
 // steps and the FMA need. The rows' |w| are made once per block and kept.
 // Each of these choices (two passes, the scales in one register, 4 x 3
 // instead of 3 x 3 or 2 x 2) made the tile faster (book/11-performance.md,
-// "Measurements moved from the code").
+// "The measurements behind the kernels' choices").
 INLINE void q8_pass(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks, int parity,
                     __m256 acc[Q8_ROWS][Q8_TOKENS]) {
     __m256 a[Q8_ROWS][Q8_TOKENS];
