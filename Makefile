@@ -105,7 +105,7 @@ ENGINE_OBJS += $(BUILD)/cuda/kernels_cuda.o
 LDLIBS      += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 $(BUILD)/cuda/kernels_cuda.o: cuda/kernels_cuda.cu cuda/kernels_cuda.h | $(BUILD)
 	@mkdir -p $(@D)
-	$(NVCC) -std=c++17 -O2 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
+	$(NVCC) -std=c++17 -O2 -I. $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
 endif
 
 .PHONY: all deps deps-run deps-test models run test test-all unit bench clean

@@ -20,7 +20,7 @@ CXX=$(var CXX) CXXFLAGS=$(var CXXFLAGS) LDLIBS=$(var LDLIBS)
 sed "$expr" "$src" > "$dir/$name.cpp"
 if cmp -s "$src" "$dir/$name.cpp"; then echo "build_mutant: the sed expression changed nothing in $src"; exit 1; fi
 $CXX $CXXFLAGS -I. -c -o "$dir/$name.o" "$dir/$name.cpp"
-objs=$(ls build/*.o | grep -v -e "/${src%.cpp}.o")
+objs=$(for o in $(var ENGINE_OBJS) build/main.o; do [ "$o" = "build/${src%.cpp}.o" ] || echo "$o"; done)
 $CXX $CXXFLAGS -o "$dir/run-$name" "$dir/$name.o" $objs $LDLIBS
 echo "built $dir/run-$name: $src with the change"
 diff "$src" "$dir/$name.cpp" | sed -n 's/^[<>] */  &/p' || true
