@@ -290,7 +290,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
              o.queue_limit = parse_int_arg("--queue", v, 1, 1000); }},
 
         // bench (its --kernels and --quant take lists; they hide the engine's)
-        {"bench", "--kernels", "LIST", "fast", "kernel sets to measure: fast,scalar,plain", [&](const char* v) {
+        {"bench", "--kernels", "LIST", "fast (and bf16dot on a CPU with AVX512_BF16)", "kernel sets to measure: fast,bf16dot,scalar,plain,...", [&](const char* v) {
              o.bench_kernels = split_commas(v);
              for (const std::string& k : o.bench_kernels) parse_kernel_set("--kernels", k); }},
         {"bench", "--quant", "LIST", "bf16,q8_0", "weight types to measure (bf16,q8_0,q4_0,...), or file: the weights as the file holds them", [&](const char* v) {

@@ -49,7 +49,7 @@ struct Options {
     int batch_tokens = 256; // --batch-tokens: rows per batched step
     int kv_tokens = 0;      // --kv-tokens: positions in the paged KV cache; 0 = parallel x ctx
     // bench
-    std::vector<std::string> bench_kernels = {"fast"}, bench_quants = {"bf16", "q8_0"};
+    std::vector<std::string> bench_kernels /* empty: fast, and bf16dot where it runs */, bench_quants = {"bf16", "q8_0"};
     std::string convert_type = "bf16";  // convert --type
     std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};

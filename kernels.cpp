@@ -5,6 +5,7 @@
 // kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
 // checks every one of them against the loops here.
 #include "kernels.h"
+#include <chrono>
 #include "logging.h"
 #include "gguf/quants.h"
 #include <cmath>
@@ -122,6 +123,11 @@ static bool goes_to_quants(const Mat& W) {
     return dtype_is_low_bit(W.dtype) || q8_here || W.packed;
 }
 
+// A steady clock in seconds, for KernelScratch's counts of time.
+static double clock_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, KernelScratch* scratch) {
     MatmulOut one = {out, &W, bias};
     matmul_many(&one, 1, x, T, scratch);
@@ -130,6 +136,14 @@ void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, 
 // One parallel loop for the whole list when one driver takes every matrix;
 // a list that mixes drivers (or plain) goes one product after another.
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch) {
+    if (scratch && scratch->timed) {  // the same call untimed, its seconds added to the scratch's count
+        scratch->timed = false;
+        double t0 = clock_s();
+        matmul_many(outs, n, x, T, scratch);
+        scratch->matmul_s += clock_s() - t0;
+        scratch->timed = true;
+        return;
+    }
     if (!g_kernels.simd) {  // the plain loops need no buffers
         for (int i = 0; i < n; i++) {
             const Mat& W = *outs[i].W;
@@ -291,6 +305,14 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
 void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                      size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
                      KernelScratch* scratch) {
+    if (scratch && scratch->timed) {  // as matmul_many: the same call, timed
+        scratch->timed = false;
+        double t0 = clock_s();
+        attention_heads(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
+        scratch->attention_s += clock_s() - t0;
+        scratch->timed = true;
+        return;
+    }
     if (g_kernels.simd) {
         KernelScratch own;  // only when the caller has none
         attention_heads_fast(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,

@@ -189,6 +189,11 @@ struct KernelScratch {
     std::vector<int32_t> start[4];  // -offset * xs_j per code offset 8, 16, 32, 128 (BlockSums)
     std::vector<float> xsf;         // -xs_j, for the formats with a minimum
     LineVector<float> kt;           // [n_kv_heads][blocks][head_dim][ATT_BLOCK] (attention_heads_fast)
+    // Where a forward's time goes, for the server's trace (trace_report.h:
+    // StepRecord): seconds in weight products and in attention, added up by
+    // matmul, matmul_many and attention_heads while `timed` is set.
+    bool timed = false;
+    double matmul_s = 0, attention_s = 0;
 };
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]

@@ -274,8 +274,12 @@ struct TraceWriter {
                 rows += q.T;
                 if (q.prefill) prefill += q.T;
             }
+            double ms = 1e-3;  // the split of the step's time (trace_report.h:StepRecord), in ms
             span("step " + std::to_string(k + 1), "step", st.t0_us, st.t1_us,
-                 {{"step", k + 1}, {"sequences", st.seqs.size()}, {"rows", rows}, {"prefill_rows", prefill}, {"decode_rows", rows - prefill}});
+                 {{"step", k + 1}, {"sequences", st.seqs.size()}, {"rows", rows}, {"prefill_rows", prefill}, {"decode_rows", rows - prefill},
+                  {"weights_ms", st.matmul_us * ms}, {"attention_ms", st.attention_us * ms},
+                  {"other_forward_ms", (st.forward_us - st.matmul_us - st.attention_us) * ms}, {"sampling_ms", st.sample_us * ms},
+                  {"since_last_step_ms", k ? (st.t0_us - r.steps[k - 1].t1_us) * ms : 0.0}});
             for (const StepSeq& q : st.seqs) {
                 const char* phase = q.prefill ? "prefill" : "decode";
                 nlohmann::json a = {{"request", q.request}, {"slot", q.slot}, {"phase", phase}, {"step", k + 1},

@@ -362,6 +362,25 @@ static std::string section_serve_run(const Recorder& r, const std::vector<Reques
     s += strprintf("<tr><th>served</th><td>%zu requests in %zu scheduler steps; %lld rows through the model; "
                    "%.2f sequences per step on average, at most %d</td></tr></table></section>",
                    reqs.size(), r.steps.size(), rows, r.steps.empty() ? 0.0 : (double)seqs / r.steps.size(), most);
+    // Where the steps' time went (trace_report.h:StepRecord): the weight
+    // products, attention, the rest of the forward, the samplers, and the
+    // time between steps (HTTP, tokenizing, the queue).
+    double w = 0, a = 0, f = 0, smp = 0, gap = 0;
+    for (size_t k = 0; k < r.steps.size(); k++) {
+        const StepRecord& st = r.steps[k];
+        w += st.matmul_us, a += st.attention_us, f += st.forward_us, smp += st.sample_us;
+        if (k) gap += st.t0_us - r.steps[k - 1].t1_us;
+    }
+    double all = f + smp + gap;
+    if (all > 0) {
+        auto part = [&](const char* what, double us) {
+            return strprintf("%s %.1f ms (%.0f%%)", what, us / 1000, 100 * us / all);
+        };
+        s.insert(s.size() - strlen("</table></section>"),
+                 "<tr><th>time</th><td>" + part("weight products", w) + ", " + part("attention", a) + ", " +
+                     part("rest of the forward", f - w - a) + ", " + part("sampling", smp) + ", " +
+                     part("between steps", gap) + "</td></tr>");
+    }
     return s;
 }
 

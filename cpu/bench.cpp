@@ -452,7 +452,14 @@ int cmd_bench(int argc, char** argv) {
     // The flags are cli.cpp's (groups bench, engine, prefill, output).
     Options o = parse_command("bench", argc, argv);
     std::string path = o.engine.model.empty() ? "models/qwen2.5-0.5b" : o.engine.model;
-    const std::vector<std::string>& kernels = o.bench_kernels;
+    // By default the exact fast set, and beside it bf16dot where the CPU
+    // has it: the two sides of the precision trade (book/11-performance.md),
+    // with the logit difference between them printed after the table.
+    std::vector<std::string> kernels = o.bench_kernels;
+    if (kernels.empty()) {
+        kernels = {"fast"};
+        if (kernel_set_runs_here(kernel_set_info(KernelSet::BF16Dot))) kernels.push_back("bf16dot");
+    }
     const std::vector<std::string>& quants = o.bench_quants;
     const std::vector<int>& prompts = o.bench_prompts;
     int threads = o.engine.threads, reps = o.reps, n_decode = o.n_decode;
@@ -473,6 +480,10 @@ int cmd_bench(int argc, char** argv) {
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     warn_if_busy();
     Engine e;
+    // The last position's logits of the longest prompt, per weight type and
+    // kernel set: what bf16dot changes against an exact set.
+    struct Logits { std::string type, set; bool exact; std::vector<float> v; };
+    std::vector<Logits> seen;
     EngineOptions eo = o.engine;
     eo.model = path;
     eo.kernels = KernelSet::Plain;  // the weights as in the file: use_weights lays them out per kernel set
@@ -506,7 +517,7 @@ int cmd_bench(int argc, char** argv) {
     uint32_t s = 12345;
     for (int& t : tokens) t = (int)((s = s * 1664525u + 1013904223u) >> 8) % c.vocab;
 
-    printf("%-5s %-7s %3s", "type", "kernels", "thr");
+    printf("%-5s %-14s %3s", "type", "kernels", "thr");
     for (int p : prompts) printf(" %9s", ("pp" + std::to_string(p)).c_str());
     printf(" %8s %8s %6s %6s %8s %7s", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio");
     for (int p : prompts) printf(" %9s %7s", ("llama.pp" + std::to_string(p)).c_str(), "ratio");
@@ -545,6 +556,10 @@ int cmd_bench(int argc, char** argv) {
                 return l;
             };
             prefill(1);  // touches every weight once: page faults are not timed
+            {
+                const float* l = prefill(prompts.back());
+                seen.push_back({label, kernel_path_name(), kernel_set_info(set).exact, std::vector<float>(l, l + c.vocab)});
+            }
             // One round per rep: every prompt, then decode, then llama.cpp
             // (first kernel set only) — interleaved, so a load that comes
             // and goes on a shared machine hits both sides alike. Decode
@@ -584,7 +599,7 @@ int cmd_bench(int argc, char** argv) {
             double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
 
             bool wide = peak16 > 0 && strncmp(kernel_path_name(), "avx512", 6) == 0;  // zmm tiles: the 16-wide peak
-            printf("%-5s %-7s %3d", label, kernel_path_name(), g_kernels.threads);
+            printf("%-5s %-14s %3d", label, kernel_path_name(), g_kernels.threads);
             for (double v : pp_tps) printf(" %9.1f", v);
             printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
                    100 * flops * pp_tps.back() / 1e9 / (wide ? peak16 : peak8));
@@ -605,6 +620,24 @@ int cmd_bench(int argc, char** argv) {
            "llama.tg, llama.pp<N>: llama.cpp's llama-bench in the same run, interleaved, same threads and weights (GGUF):\n"
            "decode over the same token count and prefill of each prompt (medians); ratio: Lantern / llama.cpp.\n");
     if (!lb.why_not.empty()) printf("llama.cpp  not measured: %s\n", lb.why_not.c_str());
+    // What a set that is not exact costs: its logits against the first exact
+    // set's, same weights and prompt (the bits of every exact set are equal).
+    for (const Logits& a : seen) {
+        if (a.exact) continue;
+        for (const Logits& b : seen) {
+            if (!b.exact || b.type != a.type) continue;
+            double max_d = 0, lo = b.v[0], hi = b.v[0];
+            for (size_t i = 0; i < a.v.size(); i++) {
+                max_d = std::max(max_d, (double)std::fabs(a.v[i] - b.v[i]));
+                lo = std::min(lo, (double)b.v[i]);
+                hi = std::max(hi, (double)b.v[i]);
+            }
+            printf("precision  %s %s vs %s: logits of a %d-token prompt differ by at most %.4g (the logits span %.3g); "
+                   "top token %s\n", a.type.c_str(), a.set.c_str(), b.set.c_str(), prompts.back(), max_d, hi - lo,
+                   argmax(a.v.data(), (int)a.v.size()) == argmax(b.v.data(), (int)b.v.size()) ? "the same" : "DIFFERS");
+            break;
+        }
+    }
     printf("peak RSS   %.0f MB (VmHWM); after a row at most %.0f MB of mapped files and %.0f MB anonymous; weight files %.0f MB\n",
            status_mb("VmHWM"), file_mb, anon_mb, weights_bytes(m) / 1e6);
     return 0;

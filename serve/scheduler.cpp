@@ -237,10 +237,20 @@ bool scheduler_step(Scheduler& s) {
     StepRecord rec;
     rec.t0_us = trace_now_us();
     const float* logits = nullptr;
+    KernelScratch& ks = s.net->kscratch;
+    ks.timed = recording;
+    ks.matmul_s = ks.attention_s = 0;
     try {
         kv_batch_reserve(s.pages, tables.data(), batch.data(), (int)batch.size());
         logits = forward_batch(*s.net, batch.data(), (int)batch.size());
+        ks.timed = false;
+        if (recording) {
+            rec.forward_us = trace_now_us() - rec.t0_us;
+            rec.matmul_us = ks.matmul_s * 1e6;
+            rec.attention_us = ks.attention_s * 1e6;
+        }
     } catch (const LanternError& e) {  // cannot happen with the promises above; never silently
+        ks.timed = false;
         LOGE(CAT_SERVER, "batch of %zu sequences: %s", batch.size(), e.what());
         for (Slot* slot : who) finish(s, *slot, e.what(), 500);
         return true;
@@ -290,6 +300,7 @@ bool scheduler_step(Scheduler& s) {
     }
     if (recording) {
         rec.t1_us = trace_now_us();
+        rec.sample_us = rec.t1_us - rec.t0_us - rec.forward_us;
         trace_step(std::move(rec));
     }
 

@@ -312,7 +312,17 @@ def trace_check():
         if s["args"]["sequences"] != len(per_step.get(s["args"]["step"], [])):
             fail("step %s says %d sequences, its slots hold %d" % (s["args"]["step"], s["args"]["sequences"],
                                                                   len(per_step.get(s["args"]["step"], []))))
-    ok("%d steps, %d per-slot slices; up to %d sequences in one step" % (len(steps), len(slots), most))
+        # the step's time split: weight products and attention inside the
+        # forward, sampling after it; the parts add up to the step's length
+        a = s["args"]
+        parts = [a["weights_ms"], a["attention_ms"], a["other_forward_ms"], a["sampling_ms"]]
+        if min(parts) < 0 or a["weights_ms"] <= 0 or a["since_last_step_ms"] < 0:
+            fail("step %s: a time split that cannot be (%s)" % (a["step"], a))
+        if abs(sum(parts) - s["dur"] / 1000) > 0.05 + 0.01 * s["dur"] / 1000:
+            fail("step %s: weights + attention + rest + sampling = %.3f ms, the step took %.3f ms" %
+                 (a["step"], sum(parts), s["dur"] / 1000))
+    ok("%d steps, %d per-slot slices; up to %d sequences in one step; each step's time split adds up" %
+       (len(steps), len(slots), most))
     first = {}
     for g in got:
         rows = sorted((a for v in per_step.values() for a in v if a["request"] == g["request"]), key=lambda a: a["step"])
