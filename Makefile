@@ -252,7 +252,7 @@ train: deps
 	nice /usr/bin/python3 tools/train.py --corpus $(BUILD)/kjv/corpus.txt \
 	    --tokenizer $(BUILD)/kjv/tokenizer.json --work $(BUILD)/kjv --out trained/kjv --minutes $(MINUTES)
 
-# Fuzzing (book/03-loading.md, "Model files and requests are untrusted
+# Fuzzing (book/B-untrusted-input.md, "Model files and requests are untrusted
 # input"): libFuzzer targets in tests/fuzz/, one per reader of untrusted
 # bytes, built with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
 # build/fuzz. `make fuzz` runs each for FUZZ_SECONDS from its committed seed

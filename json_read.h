@@ -17,8 +17,8 @@
 //      and throw its own exception types for "yes" where a bool belongs.
 //
 // A key that is absent or null takes the caller's default; a key that is
-// present must have the right type and range. See book/03-loading.md,
-// "Model files are untrusted input".
+// present must have the right type and range. See book/B-untrusted-input.md,
+// "Model files and requests are untrusted input".
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

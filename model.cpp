@@ -436,7 +436,7 @@ void release_file_pages(const Model& m, const void* p, size_t n) {
 // Decode reads every converted weight once per token. In pages of 4 KB the
 // 0.5B model's Q8_0 copy is 128,000 pages, each a TLB miss on every token;
 // in 2 MB pages it is 250, so both a plain read of the weights and the
-// decode products run faster (book/11-performance.md measures by how
+// decode products run faster (book/A-measurements.md measures by how
 // much). The storage is reserved (address space only, no
 // page touched yet) and marked, so the pages the conversion then writes
 // come as huge pages where the kernel has them (transparent huge pages in

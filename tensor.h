@@ -26,7 +26,7 @@ bool dtype_is_low_bit(DType t);
 // after its 16-byte header on a fresh page) every such load touches two
 // lines, and the prefill tile, which loads several tokens' activations per
 // handful of fused multiply-adds, slows down by about a fifth
-// (book/11-performance.md, Step 5, Pitfall 5).
+// (book/A-measurements.md, "Activations on a cache line").
 template <class T> struct LineAlloc {
     using value_type = T;
     LineAlloc() = default;

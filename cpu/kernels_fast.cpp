@@ -255,8 +255,8 @@ static const uint16_t* round_activations(const float* x, int T, int cols, const 
 // follows, where consecutive rows side by side are tile_rows short
 // streams that each end after one row (1.8-9.7 KB on the 0.5B model).
 // Stripes came closer to a plain sum of the same pages than rows side by
-// side did, even with a software prefetch (book/11-performance.md, Step
-// 4, measures it). Which rows a tile holds changes no
+// side did, even with a software prefetch (book/A-measurements.md,
+// "Decode's stripes", measures it). Which rows a tile holds changes no
 // result: each row's dot product is the same however it is grouped.
 // (A tile with fewer rows repeats one it holds; the extra results are
 // not stored.)

@@ -39,8 +39,8 @@
 // nothing in it is a library call. The plain version calls fmax and lround
 // once per value (neither is inlined); a decode step quantizes every
 // activation of every product that way, while the other threads wait, and
-// this version takes less than half the time (book/11-performance.md,
-// Step 5). Here:
+// this version takes less than half the time (book/A-measurements.md,
+// "What a token costs outside the products"). Here:
 //   - the maximum of |x| with a compare (fmax differs only for NaN, and
 //     "x > m ? x : m" keeps m for a NaN x, as fmax does), in eight
 //     running maxima: one chain of 32 dependent compares was the slowest

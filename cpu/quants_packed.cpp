@@ -173,7 +173,7 @@ void packed_tile(const MatmulOut& o, int i, const uint8_t* xq, const BlockSums& 
 // BlockSums), made once per call and read by all tiles: for a format with
 // an offset, the lane's integer start -offset * xs_j, so the tile
 // broadcasts it straight from memory instead of shifting xs_j per word
-// (book/11-performance.md measures the difference); for a format with a
+// (book/A-measurements.md measures the difference); for a format with a
 // minimum, -xs_j as the float its fma multiplies (a conversion per word
 // saved likewise). One buffer per form, in the caller's KernelScratch: a
 // call's matrices may be of several types (a q4_k_m file's q, k and v).

@@ -4,6 +4,6 @@
 # tests and the command-line checks once more, in a build with
 # AddressSanitizer and UndefinedBehaviorSanitizer (build/sanitize). Any
 # report fails. (The ThreadSanitizer run over the server, `make sanitize
-# SANITIZE=thread`, is a separate target: see book/03-loading.md.)
+# SANITIZE=thread`, is a separate target: see book/B-untrusted-input.md.)
 cd "$(dirname "$0")/.."
 nice make --no-print-directory sanitize

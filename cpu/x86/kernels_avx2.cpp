@@ -98,7 +98,7 @@ INLINE void tile_one(DType dt, const uint8_t* const* w, const float* x, int cols
 // passes per chunk, so that the second pass finds the chunk's rows and
 // activations (4 x 2 KB of bf16 + 3 x 4 KB) in the L1 cache: faster than
 // one pass with two accumulators per dot product, which leaves fewer dot
-// products per weight load (book/11-performance.md measures both).
+// products per weight load (book/A-measurements.md measures both).
 // Widening bf16 by interleaving with zeros (one shuffle instead of a shift
 // on the FMA ports) was slower: it needs a register of zeros, a 17th.
 const int PASS_COLS = 1024;
@@ -248,7 +248,7 @@ static_assert(Q8_ROWS <= 4, "q8_pass takes the rows' scales from one register of
 // broadcast took two instructions, one of them on the ports the integer
 // steps and the FMA need. The rows' |w| are made once per block and kept.
 // Each of these choices (two passes, the scales in one register, 4 x 3
-// instead of 3 x 3 or 2 x 2) made the tile faster (book/11-performance.md,
+// instead of 3 x 3 or 2 x 2) made the tile faster (book/A-measurements.md,
 // "The measurements behind the kernels' choices").
 INLINE void q8_pass(const uint8_t* const* w, const uint8_t* const* x, int NT, int n_blocks, int parity,
                     __m256 acc[Q8_ROWS][Q8_TOKENS]) {
