@@ -361,6 +361,7 @@ class Sources:
             self.names_by_file[f] = set(re.findall(r"[A-Za-z_]\w*", t))
         self.names = set().union(*self.names_by_file.values()) if self.names_by_file else set()
         self.allowed_used = set()
+        self.engine_lines = None
         self.top_cpp = "\n".join(self.read(f) for f in self.files if "/" not in f and f.endswith(".cpp"))
         self.make_targets = set()
         mk = self.read("Makefile")
@@ -581,6 +582,48 @@ def check_name(raw, src, rep, where, local):
               "ALLOWED_NAMES; --list-allowed prints it)" % (name, what))
 
 
+# Claims about the code that a cheap look at the tree can check.
+ENGINE_SIZE = re.compile(r"\babout ([\d,]+) lines of C\+\+")
+BLOCK_POINTER = re.compile(r"\bthe (sh try|try|output-of|output|quote-of|quoted) blocks? (above|below)\b")
+
+
+def engine_cpp_lines(src):
+    """Lines of the engine's C++ (.cpp, .h, .cu of tools/file_map.py's engine folders)."""
+    if src.engine_lines is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import file_map
+        src.engine_lines = sum(src.read(f).count("\n") for f in file_map.engine_files()
+                               if re.search(r"\.(cpp|h|cu)$", f))
+    return src.engine_lines
+
+
+def check_claims(line, src, rep, where):
+    """"about N lines of C++": within a tenth of what wc -l counts over the engine."""
+    for m in ENGINE_SIZE.finditer(line):
+        said, got = int(m.group(1).replace(",", "")), engine_cpp_lines(src)
+        if abs(said - got) > got / 10:
+            rep.error(where, "\"%s\": the engine's .cpp, .h and .cu files hold %d lines" % (m.group(0), got))
+
+
+def check_block_pointers(prose, blocks, rep, rel):
+    """"the try block above" (in prose or in a block's info string) points at a block of that
+    kind in the same section, on that side."""
+    kinds = {"sh try": "try", "try": "try", "output-of": "output", "output": "output",
+             "quote-of": "quote", "quoted": "quote"}
+    heads = [n for n, l in prose if re.match(r"^#{1,6} ", l)]
+    end = max([n for n, _ in prose] + [b.line + len(b.lines) + 1 for b in blocks] + [0]) + 1
+    for n, l in list(prose) + [(b.line, b.info) for b in blocks]:
+        for m in BLOCK_POINTER.finditer(l):
+            kind, side = kinds[m.group(1)], m.group(2)
+            lo = max([h for h in heads if h <= n] or [0])
+            hi = min([h for h in heads if h > n] or [end])
+            ok = any(kind_of(b.info)[0] == kind and lo < b.line < hi and
+                     (b.line < n if side == "above" else b.line > n) for b in blocks)
+            if not ok:
+                rep.error("%s:%d" % (rel, n), "\"%s\": no %s block %s it in this section"
+                          % (m.group(0), m.group(1), side))
+
+
 PLACEHOLDER_FILES = {"file", "name", "x", "foo"}   # `file.cpp:function` explains the convention
 
 
@@ -672,6 +715,8 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
             check_inline(span, src, rep, where)
         for raw in inline_code(line, strip=False):
             check_name(raw, src, rep, where, local)
+        check_claims(line, src, rep, where)
+    check_block_pointers(prose, blocks, rep, rel)
     for b in blocks:
         kind, cmd = kind_of(b.info)
         where = "%s:%d" % (rel, b.line)
