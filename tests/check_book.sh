@@ -87,7 +87,7 @@ done
 if grep -q "quote-of kernels.cpp:matmul_plain" <<<"$out"; then echo "self-test: the good quote of kernels.cpp:matmul_plain was reported"; ok=0; fi
 if grep -q "net.cpp:forward" <<<"$out"; then echo "self-test: the good reference net.cpp:forward was reported"; ok=0; fi
 if grep -q "the try block below" <<<"$out"; then echo "self-test: the good pointer to the try block below was reported"; ok=0; fi
-if [ "$(grep -c 'name `' <<<"$out")" != 2 ]; then echo "self-test: a good name was reported (only the two planted ones should be)"; ok=0; fi
+if [ "$(grep -c 'name `' <<<"$out")" != 2 ]; then echo "self-test: expected the two planted names reported and no other, got $(grep -c 'name `' <<<"$out")"; ok=0; fi
 # The allow-list the name check uses is printed on request, one name and its origin a line.
 $PY tools/book_check.py --list-allowed | grep -qE '^vpermw +x86 instruction$' ||
     { echo "self-test: --list-allowed does not print vpermw as an x86 instruction"; ok=0; }
