@@ -41,6 +41,16 @@ Static checks (no command runs for these):
         a flag (`--top-k`, `-vv`, `--temp 0.8`) is checked the same way; flags of other
         programs (git, curl, grep...) are not checked;
       - `make TARGET`: TARGET is a rule in the Makefile.
+  * names in prose: inline code that is an identifier (`matmul_many`, `KVView`, `n_kv_heads`),
+    a qualified name (`Net::forward`, `cfg.arch`) or a call (`matmul_many()`) names something
+    of Lantern's: every part appears as a whole word in one source file (.cpp .h .cu .py .sh
+    .js .mjs .html, the Makefile), or in the chapter's own commands and their outputs. Names of
+    other programs are listed in ALLOWED_NAMES, each with where it is from (--list-allowed).
+    Flags, paths, commands, numbers, file names, token pieces with their space (` thee`), hex
+    bytes (`E4`) and one-letter math (`t`, `q_t`) are not names.
+  * claims: "about N lines of C++" is within a tenth of the engine's .cpp/.h/.cu line count;
+    "the try block above" (or output-of, quote-of; above or below) has such a block on that
+    side in the same section.
   * relative links: the target exists.
   (`file.cpp:function`, `name.h:symbol`, `x.py:f` are placeholders that explain the convention
   and are not checked.) A link to a chapter that is not written yet
@@ -59,6 +69,7 @@ Usage:
   /usr/bin/python3 tools/book_check.py --list           print every command the book runs
   /usr/bin/python3 tools/book_check.py --render build/book    HTML with pandoc (make book)
   /usr/bin/python3 tools/book_check.py --book-dir DIR   check another folder of chapters
+  /usr/bin/python3 tools/book_check.py --list-allowed   the other programs' names prose may use
 Exit status: 0 when nothing is wrong, 1 otherwise. Every problem is reported as
 "FILE:LINE: what (block, command, expected vs got)".
 """
@@ -353,12 +364,11 @@ class Sources:
         self.names_by_file = {}
         name_src = re.compile(r"(^|/)(Makefile|[^/]+\.(cpp|h|hpp|c|cu|cuh|py|sh|js|mjs|html|lua))$")
         for f in self.files:
-            if f.startswith("book/") or f == "tests/check_book.sh" or not name_src.search(f):
+            # Not this checker either: its text and allow-list name examples and other programs.
+            if f.startswith("book/") or f in ("tests/check_book.sh", "tools/book_check.py") or \
+                    not name_src.search(f):
                 continue
-            t = self.read(f)
-            if f == "tools/book_check.py":   # its allow-list names other programs' names
-                t = re.sub(r"(?s)ALLOWED_NAMES = \{.*?\n\}", "", t)
-            self.names_by_file[f] = set(re.findall(r"[A-Za-z_]\w*", t))
+            self.names_by_file[f] = set(re.findall(r"[A-Za-z_]\w*", self.read(f)))
         self.names = set().union(*self.names_by_file.values()) if self.names_by_file else set()
         self.allowed_used = set()
         self.engine_lines = None
