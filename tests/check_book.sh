@@ -18,6 +18,12 @@ cat > "$tmp/01-planted.md" <<'MD'
 A reference to `kernels.cpp:no_such_kernel`, one to `missing_file.cpp:main`, one by line number
 net.cpp:120, a flag `--book-check-planted-flag`, a subcommand `./run no-such-subcommand`, a target
 `make no-such-target`, a broken [link](no-such-dir/x.md), and a good `net.cpp:forward`;
+a function named in prose that exists nowhere, `matmul_planted_nowhere`, a member of
+`Net::planted_member`, and good names: `matmul_many`, `KVView`, `n_kv_heads`, `Net::forward`,
+`cfg.arch`, `matmul_many()`, `vpermw` (allowed: an x86 instruction), the token ` thee`, the byte
+`E4`, the file `config.json`, the tensor `blk.N.ffn_down`; a claim of about 1,000 lines of C++
+for the engine, a pointer to the output-of block above (there is none above) and a good one to
+the try block below;
 after the output block a stale quote, a good quote (with a
 comment and elisions), a block that says nothing, and an illustrative one without a reason.
 
@@ -67,7 +73,11 @@ expect=(
   'quote-of net.cpp:attention: the quoted code is not in net.cpp (stale quote?); first line not found in order: "for (int j = 0; j < n; j++)"'
   'a block with info string "text": every fenced block says what it is'
   'an illustrative block must say why'
-  "12 errors"
+  'name `matmul_planted_nowhere`: "matmul_planted_nowhere" appears in no source file'
+  'name `Net::planted_member`: "planted_member" appears in no source file'
+  '"about 1,000 lines of C++": the engine'"'"'s .cpp, .h and .cu files hold'
+  '"the output-of block above": no output-of block above it in this section'
+  "16 errors"
 )
 ok=1
 [ $rc = 1 ] || { echo "self-test: book_check.py exited $rc on the planted chapter, expected 1"; ok=0; }
@@ -76,6 +86,11 @@ for e in "${expect[@]}"; do
 done
 if grep -q "quote-of kernels.cpp:matmul_plain" <<<"$out"; then echo "self-test: the good quote of kernels.cpp:matmul_plain was reported"; ok=0; fi
 if grep -q "net.cpp:forward" <<<"$out"; then echo "self-test: the good reference net.cpp:forward was reported"; ok=0; fi
+if grep -q "the try block below" <<<"$out"; then echo "self-test: the good pointer to the try block below was reported"; ok=0; fi
+if [ "$(grep -c 'name `' <<<"$out")" != 2 ]; then echo "self-test: expected the two planted names reported and no other, got $(grep -c 'name `' <<<"$out")"; ok=0; fi
+# The allow-list the name check uses is printed on request, one name and its origin a line.
+$PY tools/book_check.py --list-allowed | grep -qE '^vpermw +x86 instruction$' ||
+    { echo "self-test: --list-allowed does not print vpermw as an x86 instruction"; ok=0; }
 if [ $ok = 0 ]; then echo "--- book_check.py said:"; echo "$out"; exit 1; fi
 echo "self-test ok: every planted mistake reported"
 

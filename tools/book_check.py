@@ -41,6 +41,16 @@ Static checks (no command runs for these):
         a flag (`--top-k`, `-vv`, `--temp 0.8`) is checked the same way; flags of other
         programs (git, curl, grep...) are not checked;
       - `make TARGET`: TARGET is a rule in the Makefile.
+  * names in prose: inline code that is an identifier (`matmul_many`, `KVView`, `n_kv_heads`),
+    a qualified name (`Net::forward`, `cfg.arch`) or a call (`matmul_many()`) names something
+    of Lantern's: every part appears as a whole word in one source file (.cpp .h .cu .py .sh
+    .js .mjs .html, the Makefile), or in the chapter's own commands and their outputs. Names of
+    other programs are listed in ALLOWED_NAMES, each with where it is from (--list-allowed).
+    Flags, paths, commands, numbers, file names, token pieces with their space (` thee`), hex
+    bytes (`E4`) and one-letter math (`t`, `q_t`) are not names.
+  * claims: "about N lines of C++" is within a tenth of the engine's .cpp/.h/.cu line count;
+    "the try block above" (or output-of, quote-of; above or below) has such a block on that
+    side in the same section.
   * relative links: the target exists.
   (`file.cpp:function`, `name.h:symbol`, `x.py:f` are placeholders that explain the convention
   and are not checked.) A link to a chapter that is not written yet
@@ -59,6 +69,7 @@ Usage:
   /usr/bin/python3 tools/book_check.py --list           print every command the book runs
   /usr/bin/python3 tools/book_check.py --render build/book    HTML with pandoc (make book)
   /usr/bin/python3 tools/book_check.py --book-dir DIR   check another folder of chapters
+  /usr/bin/python3 tools/book_check.py --list-allowed   the other programs' names prose may use
 Exit status: 0 when nothing is wrong, 1 otherwise. Every problem is reported as
 "FILE:LINE: what (block, command, expected vs got)".
 """
@@ -160,8 +171,9 @@ def parse(text):
     return blocks, prose
 
 
-def inline_code(line):
-    """The `code spans` of one line of prose (single or multiple backticks)."""
+def inline_code(line, strip=True):
+    """The `code spans` of one line of prose (single or multiple backticks); strip=False keeps
+    the spaces inside the backticks (` thee` is a token, not a name)."""
     spans, i = [], 0
     while True:
         m = re.search(r"`+", line[i:])
@@ -172,7 +184,7 @@ def inline_code(line):
         end = line.find(ticks, start)
         if end < 0:
             return spans
-        spans.append(line[start:end].strip())
+        spans.append(line[start:end].strip() if strip else line[start:end])
         i = end + len(ticks)
 
 
@@ -348,6 +360,18 @@ class Sources:
                 t = " ".join(re.findall(r"add_argument\(\"(--?[\w-]+)\"", t))
             texts.append(t)
         self.corpus = "\n".join(texts)
+        # The words of every source file, for the names the prose mentions (check_name).
+        self.names_by_file = {}
+        name_src = re.compile(r"(^|/)(Makefile|[^/]+\.(cpp|h|hpp|c|cu|cuh|py|sh|js|mjs|html|lua))$")
+        for f in self.files:
+            # Not this checker either: its text and allow-list name examples and other programs.
+            if f.startswith("book/") or f in ("tests/check_book.sh", "tools/book_check.py") or \
+                    not name_src.search(f):
+                continue
+            self.names_by_file[f] = set(re.findall(r"[A-Za-z_]\w*", self.read(f)))
+        self.names = set().union(*self.names_by_file.values()) if self.names_by_file else set()
+        self.allowed_used = set()
+        self.engine_lines = None
         self.top_cpp = "\n".join(self.read(f) for f in self.files if "/" not in f and f.endswith(".cpp"))
         self.make_targets = set()
         mk = self.read("Makefile")
@@ -498,6 +522,118 @@ def check_inline(span, src, rep, where):
         check_command_words(span, src, rep, where)
 
 
+# ----------------------------------------------------------------------------- names in prose
+
+# Names of other programs that the prose names in backticks, with where each is from: they are
+# in no Lantern source file, so the check below would refuse them. Keep this short: a name that
+# sounds like the engine's belongs in the engine (or out of the prose), not here.
+ALLOWED_NAMES = {
+    "Qwen2RotaryEmbedding": "transformers",
+    "tool_calls": "chat template",
+    "window.reportError": "browser API",
+    "get_key": "llama.cpp",
+    "gguf_find_key": "llama.cpp",
+    "vpermw": "x86 instruction",
+    "he": "BPE token",
+}
+
+# `name`, `Type::member`, `cfg.arch`, `p->next`, `f()`, `f(x, y)`: the name (the callee of a call).
+NAME = re.compile(r"^(~?[A-Za-z_]\w*(?:(?:::|\.|->)~?[A-Za-z_]\w*)*)(\(.*\))?$")
+# The last part of a dotted span that makes it a file name (`config.json`), not a member.
+FILE_EXT = set("json jsonl cpp h hpp c cu cuh py sh js mjs lua md html css txt csv log svg png "
+               "safetensors gguf bin o a so gz tar zip toml yaml yml".split())
+
+
+def name_in_span(raw):
+    """The identifier a code span names, as its parts (`Net::forward` -> [Net, forward]), or
+    None when the span is something else: a flag, path, command, number, file name, a token
+    with its leading space, a byte in hex (`E4`, `bd88`), math (`t`, `q_t`)."""
+    span = raw.strip()
+    if span != raw or not span.isascii():
+        return None
+    m = NAME.match(span)
+    if not m:
+        return None
+    name = m.group(1)
+    if m.group(2) and m.group(2).count("(") != m.group(2).count(")"):
+        return None
+    parts = [p.lstrip("~") for p in re.split(r"::|\.|->", name)]
+    if "." in name and parts[-1].lower() in FILE_EXT:
+        return None
+    if len(parts) > 1:            # `blk.N.ffn_down`: N stands for a layer's number
+        parts = [p for p in parts if not re.fullmatch(r"[A-Z]", p)]
+    if len(name) == 1 or re.fullmatch(r"[A-Za-z]_[A-Za-z0-9]", name):
+        return None
+    if re.fullmatch(r"[0-9A-Fa-f]{2}", name) or re.fullmatch(r"(?=.*\d)[0-9a-fA-F]{4}", name):
+        return None
+    return parts
+
+
+def check_name(raw, src, rep, where, local):
+    """A name the prose mentions (`matmul_many`, `KVView`, `Net::forward`, `cfg.arch`) must be
+    Lantern's: every part appears as a whole word in one source file (.cpp, .h, .cu, .py, .sh,
+    .js, .mjs, .html, the Makefile), or the chapter's own commands and their outputs name it
+    (local: a mutant's name, a column of a printed table), or ALLOWED_NAMES lists it."""
+    parts = name_in_span(raw)
+    if parts is None:
+        return
+    name = raw.strip().split("(", 1)[0]
+    if name in ALLOWED_NAMES:
+        src.allowed_used.add(name)
+        return
+    if all(p in local for p in parts):
+        return
+    if any(all(p in words for p in parts) for words in src.names_by_file.values()):
+        return
+    missing = [p for p in parts if p not in src.names]
+    what = "\"%s\" appears in no source file" % missing[0] if missing else \
+        "no source file has all of %s" % ", ".join(parts)
+    rep.error(where, "name `%s`: %s (a name of another program goes in book_check.py's "
+              "ALLOWED_NAMES; --list-allowed prints it)" % (name, what))
+
+
+# Claims about the code that a cheap look at the tree can check.
+ENGINE_SIZE = re.compile(r"\babout ([\d,]+) lines of C\+\+")
+BLOCK_POINTER = re.compile(r"\bthe (sh try|try|output-of|output|quote-of|quoted) blocks? (above|below)\b")
+
+
+def engine_cpp_lines(src):
+    """Lines of the engine's C++ (.cpp, .h, .cu of tools/file_map.py's engine folders)."""
+    if src.engine_lines is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import file_map
+        src.engine_lines = sum(src.read(f).count("\n") for f in file_map.engine_files()
+                               if re.search(r"\.(cpp|h|cu)$", f))
+    return src.engine_lines
+
+
+def check_claims(line, src, rep, where):
+    """"about N lines of C++": within a tenth of what wc -l counts over the engine."""
+    for m in ENGINE_SIZE.finditer(line):
+        said, got = int(m.group(1).replace(",", "")), engine_cpp_lines(src)
+        if abs(said - got) > got / 10:
+            rep.error(where, "\"%s\": the engine's .cpp, .h and .cu files hold %d lines" % (m.group(0), got))
+
+
+def check_block_pointers(prose, blocks, rep, rel):
+    """"the try block above" (in prose or in a block's info string) points at a block of that
+    kind in the same section, on that side."""
+    kinds = {"sh try": "try", "try": "try", "output-of": "output", "output": "output",
+             "quote-of": "quote", "quoted": "quote"}
+    heads = [n for n, l in prose if re.match(r"^#{1,6} ", l)]
+    end = max([n for n, _ in prose] + [b.line + len(b.lines) + 1 for b in blocks] + [0]) + 1
+    for n, l in list(prose) + [(b.line, b.info) for b in blocks]:
+        for m in BLOCK_POINTER.finditer(l):
+            kind, side = kinds[m.group(1)], m.group(2)
+            lo = max([h for h in heads if h <= n] or [0])
+            hi = min([h for h in heads if h > n] or [end])
+            ok = any(kind_of(b.info)[0] == kind and lo < b.line < hi and
+                     (b.line < n if side == "above" else b.line > n) for b in blocks)
+            if not ok:
+                rep.error("%s:%d" % (rel, n), "\"%s\": no %s block %s it in this section"
+                          % (m.group(0), m.group(1), side))
+
+
 PLACEHOLDER_FILES = {"file", "name", "x", "foo"}   # `file.cpp:function` explains the convention
 
 
@@ -576,12 +712,21 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     blocks, prose = parse(text)
+    local = set()                 # the words of the chapter's commands and their outputs
+    for b in blocks:
+        kind, cmd = kind_of(b.info)
+        if kind in ("try", "output"):
+            local.update(re.findall(r"[A-Za-z_]\w*", (cmd or "") + "\n" + "\n".join(b.lines)))
     for n, line in prose:
         where = "%s:%d" % (rel, n)
         check_refs(line, src, rep, where)
         check_links(line, path, rep, where, known_chapters)
         for span in inline_code(line):
             check_inline(span, src, rep, where)
+        for raw in inline_code(line, strip=False):
+            check_name(raw, src, rep, where, local)
+        check_claims(line, src, rep, where)
+    check_block_pointers(prose, blocks, rep, rel)
     for b in blocks:
         kind, cmd = kind_of(b.info)
         where = "%s:%d" % (rel, b.line)
@@ -979,7 +1124,13 @@ def main():
                     help="seconds one command may take (default 300)")
     ap.add_argument("--book-dir", default=os.path.join(ROOT, "book"), help="the folder of chapters")
     ap.add_argument("--render", metavar="OUT", help="render HTML into OUT with pandoc instead of checking")
+    ap.add_argument("--list-allowed", action="store_true",
+                    help="print the names of other programs the prose may name (ALLOWED_NAMES)")
     args = ap.parse_args()
+    if args.list_allowed:
+        for name, what in sorted(ALLOWED_NAMES.items(), key=lambda kv: (kv[1], kv[0].lower())):
+            print("%-24s %s" % (name, what))
+        return 0
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # `book_check.py --list | head` ends quietly
     depth = int(os.environ.get("BOOK_CHECK_DEPTH", "0"))
     if depth >= 2 and not (args.no_run or args.list):
@@ -1018,6 +1169,15 @@ def main():
         per_chapter[shown_path(c)] = (len(rep.errors) - before, time.time() - t0)
     if args.list:
         return 0
+    if not args.chapter:          # the allow-list stays short: only names the book needs
+        for name in sorted(ALLOWED_NAMES):
+            parts = [p for p in re.split(r"::|\.|->", name)]
+            if any(all(p in words for p in parts) for words in src.names_by_file.values()):
+                rep.error("tools/book_check.py", "ALLOWED_NAMES lists `%s`, which the sources have: "
+                          "remove it from the list" % name)
+            elif name not in src.allowed_used and args.book_dir == os.path.join(ROOT, "book"):
+                rep.error("tools/book_check.py", "ALLOWED_NAMES lists `%s`, which no chapter names: "
+                          "remove it from the list" % name)
     for c, (n, dt) in per_chapter.items():
         print("%s %-40s %5.0f s%s" % ("ok  " if n == 0 else "FAIL", c, dt, "" if n == 0 else "  (%d problems)" % n))
     print("book check: %d commands run, %d outputs compared, %d errors, %d warnings"
