@@ -67,12 +67,12 @@ struct StepSeq {
 // each one's sampler.
 struct StepRecord {
     double t0_us = 0, t1_us = 0;
+    std::vector<StepSeq> seqs;
     // Where the step's time went: the forward (of it, the weight products
     // and attention; the rest is norms, RoPE, SwiGLU, the embedding) and the
     // samplers after it. The time before t0_us since the previous step's end
     // is the server's own: HTTP, tokenizing, admitting, the queue.
     double forward_us = 0, matmul_us = 0, attention_us = 0, sample_us = 0;
-    std::vector<StepSeq> seqs;
 };
 
 // A tensor's statistics, one point per forward call, for the small multiples.

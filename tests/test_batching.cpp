@@ -118,13 +118,15 @@ struct Feed {
     int chunk;       // tokens per step
 };
 
-static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_type) {
+// alone_threads: the sequences alone run on that many threads (0: all),
+// the batch on all of them, so the check covers the thread count too.
+static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_type, int alone_threads = 0) {
     REQUIRE_MESSAGE(access((std::string(dir) + "/model.safetensors").c_str(), F_OK) == 0, "run `make models` first");
     Model m;
     load_model(m, dir);
     Tokenizer tok;
     tokenizer_load(tok, dir);
-    kernels_init(set, 0);
+    kernels_init(set, alone_threads);
     int V = m.cfg.vocab;
     std::vector<Feed> feeds = {
         {tokenizer_encode(tok, "In the beginning God created the heaven and the earth."), 0, 4},
@@ -141,6 +143,7 @@ static void check_batch_equals_alone(const char* dir, KernelSet set, DType kv_ty
         alone.emplace_back(l, l + f.tokens.size() * V);
     }
     // Together: each step runs every sequence that has joined and has tokens left.
+    kernels_init(set, 0);
     Net net;
     net_init(net, m, 1, kv_type);  // the batch uses only the Net's scratch
     KVPages pages;
@@ -190,6 +193,18 @@ TEST_CASE("forward_batch: bit-identical alone or in a batch (models/mha, bf16 ca
     check_batch_equals_alone("models/mha", KernelSet::Fast, DType::BF16);
     check_batch_equals_alone("models/mha", KernelSet::Scalar, DType::F32);
     check_batch_equals_alone("models/tiny", KernelSet::Plain, DType::F16);
+}
+
+// bf16dot is not exact (its activations are rounded to bf16), but it is
+// deterministic: the same bits alone or in a batch, on 1 thread or all.
+TEST_CASE("forward_batch: bf16dot gives the same bits alone on 1 thread as in a batch on all threads (models/tiny, bf16)") {
+    if (!kernel_set_runs_here(kernel_set_info(KernelSet::BF16Dot))) {
+        MESSAGE("skipped: this CPU lacks AVX512_BF16, bf16dot does not run here");
+        return;
+    }
+    check_batch_equals_alone("models/tiny", KernelSet::BF16Dot, DType::F32, 1);
+    check_batch_equals_alone("models/tiny", KernelSet::Fast, DType::F32, 1);
+    kernels_init(KernelSet::Fast, 0);
 }
 
 TEST_CASE("forward_batch: a batch that needs more blocks than are free is refused before it runs") {
