@@ -639,5 +639,325 @@ def main():
     return 0
 
 
+
+# ============================================================================= the transformer in brief
+#
+# Chapter 2 opens with "The transformer in brief": five ideas, one picture each, all drawn from
+# the default model (trained/kjv) on one verse.
+#
+#   brief-tokens     the verse cut into tokens, with the ids `./run encode --pieces` gives
+#   brief-embedding  rows of the embedding table (model.safetensors) and how alike they point
+#   brief-loss       the loss: -ln p of each real next token, from `./run fwd --dump`, and the
+#                    training log that lowered it (trained/kjv/train_log.csv)
+#   brief-heads      the four heads of the last layer, looking from the same token at different
+#                    ones (the float64 reference, as for the attention figure)
+#   brief-residual   one token's residual stream: what each block adds, and what the stream would
+#                    predict if read out early; the last row must equal the engine's probability
+#
+# The names start with brief- so that these five stay together, apart from the chapters' figures.
+
+BRIEF_VERSE = "In the beginning God created the heaven and the earth."
+BRIEF_WORDS = [" gold", " silver", " seven", " six", " father", " brother", " day", " night"]
+
+
+def brief_diverging(v, vmax):
+    """A number -> colour: blue below zero, white at zero, red above (linear up to vmax)."""
+    t = max(-1.0, min(1.0, v / vmax))
+    c1 = (178, 34, 34) if t > 0 else (31, 95, 160)
+    t = abs(t)
+    return "#%02x%02x%02x" % tuple(int(round(255 + (b - 255) * t)) for b in c1)
+
+
+def brief_logprobs(ids):
+    """-ln p of each next token of IDS under the engine (`./run fwd --tokens ... --dump`)."""
+    import struct
+    import tempfile
+    with open(os.path.join(ROOT, MODEL, "config.json")) as c:
+        vocab = json.load(c)["vocab_size"]
+    with tempfile.NamedTemporaryFile(suffix=".f32") as f:
+        run(["./run", "fwd", MODEL, "--tokens", ",".join(map(str, ids)), "--dump", f.name])
+        raw = open(f.name, "rb").read()
+    out = []
+    for t in range(len(ids) - 1):
+        row = struct.unpack_from("<%df" % vocab, raw, 4 * vocab * t)
+        mx = max(row)
+        lse = mx + math.log(sum(math.exp(x - mx) for x in row))
+        out.append(lse - row[ids[t + 1]])
+    return out
+
+
+def fig_brief_tokens(out, summary=False):
+    toks = pieces(BRIEF_VERSE)
+    with open(os.path.join(ROOT, MODEL, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    n_merges, n_special = len(tj["model"]["merges"]), len(tj.get("added_tokens", []))
+    known, unknown = pieces(" Nebuchadnezzar"), pieces(" photosynthesis")
+    if summary:
+        print("%s -> %s" % (BRIEF_VERSE, " ".join(str(t[0]) for t in toks)))
+        print("vocabulary: 256 bytes + %d merges + %d special = %d ids" % (n_merges, n_special, 256 + n_merges + n_special))
+        print("Nebuchadnezzar: %d token(s); photosynthesis: %d" % (len(known), len(unknown)))
+        return
+    cw = 8.4
+    W, H = 800, 316
+    svg = Svg(W, H, "Text becomes token ids", "make figures (tools/figures.py brief-tokens: ./run encode %s --pieces)" % MODEL)
+    svg.text(8, 18, "The tokenizer of %s cuts text into pieces and gives each piece its id" % MODEL, size=13, weight="bold")
+    svg.text(20, 48, "\u201c%s\u201d" % BRIEF_VERSE, size=14, mono=True)
+
+    def row(y, ts):
+        x = 20
+        for tid, _, txt in ts:
+            w = max(len(shown(txt)), len(str(tid))) * cw + 10
+            svg.rect(x, y, w, 26, "#eef3f8", stroke="#5c7f9f")
+            svg.text(x + w / 2, y + 17, shown(txt), size=13, anchor="middle", mono=True)
+            svg.text(x + w / 2, y + 44, str(tid), size=12, anchor="middle", mono=True, fill="#a0641f", weight="bold")
+            x += w + 5
+        return x
+    row(64, toks)
+    svg.text(20, 134, "pieces (\u00b7 is the space, which belongs to the word after it)", size=11, fill="#555")
+    svg.text(470, 134, "ids: what the network receives", size=11, fill="#a0641f")
+    x = row(156, known)
+    svg.text(x + 8, 173, "a name the Bible uses often: one token", size=11, fill="#555")
+    x = row(218, unknown)
+    svg.text(x + 8, 235, "a word it never uses: %d small pieces" % len(unknown), size=11, fill="#555")
+    svg.text(8, H - 24, "%d ids in all: 256 single bytes, %d merged pieces, %d special tokens; any text can be written with them"
+             % (256 + n_merges + n_special, n_merges, n_special), size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-brief-tokens.svg"))
+
+
+def fig_brief_embedding(out, summary=False):
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import qwen2_torch as q
+    emb = q.read_safetensors(os.path.join(ROOT, MODEL, "model.safetensors"))["model.embed_tokens.weight"].float()
+    ids = [pieces(w) for w in BRIEF_WORDS]
+    if any(len(p) != 1 for p in ids):
+        sys.exit("figures.py brief-embedding: every word must be one token: %s" % ids)
+    ids = [p[0][0] for p in ids]
+    rows = [emb[i].tolist() for i in ids]
+    norm = [math.sqrt(sum(x * x for x in r)) for r in rows]
+    cos = [[sum(a * b for a, b in zip(rows[i], rows[j])) / (norm[i] * norm[j]) for j in range(len(ids))] for i in range(len(ids))]
+    if summary:
+        print("embedding %s, rows of %d numbers" % (list(emb.shape), emb.shape[1]))
+        for w, i, c in zip(BRIEF_WORDS, ids, cos):
+            print("%-9s id %4d  cos %s" % (shown(w), i, " ".join("%5.2f" % x for x in c)))
+        return
+    n, dim = len(ids), len(rows[0])
+    cell, rh, lab = 3, 22, 120
+    vmax = max(abs(x) for r in rows for x in r)
+    mx = lab + dim * cell + 50
+    cc = 30
+    W, H = mx + n * cc + 20, 70 + n * rh + 80
+    svg = Svg(W, H, "Embedding rows", "make figures (tools/figures.py brief-embedding: %s/model.safetensors)" % MODEL)
+    svg.text(8, 18, "Each id picks one row of the embedding table (%d \u00d7 %d in %s)" % (emb.shape[0], dim, MODEL),
+             size=13, weight="bold")
+    svg.text(lab, 44, "the row: %d numbers (blue below 0, red above)" % dim, size=11, fill="#555")
+    svg.text(mx, 44, "how alike two rows point (cosine)", size=11, fill="#555")
+    y0 = 54
+    for k, (w, i, r) in enumerate(zip(BRIEF_WORDS, ids, rows)):
+        y = y0 + k * rh
+        svg.text(lab - 8, y + 14, "%s %d" % (shown(w), i), size=12, anchor="end", mono=True)
+        for d, v in enumerate(r):
+            svg.rect(lab + d * cell, y + 2, cell, rh - 6, brief_diverging(v, vmax))
+        for j in range(n):
+            c = cos[k][j]
+            svg.rect(mx + j * cc, y, cc - 2, rh - 2, brief_diverging(c, 1.0))
+            svg.text(mx + j * cc + (cc - 2) / 2, y + 14, "%.2f" % c if j != k else "1", size=9, anchor="middle",
+                     fill="white" if c > 0.55 else "#222")
+    for j, w in enumerate(BRIEF_WORDS):
+        svg.text(mx + j * cc + cc / 2, y0 + n * rh + 6, shown(w), size=10, anchor="end", mono=True, rotate=-60)
+    svg.text(8, H - 24, "training made the rows of words used alike point alike: gold and silver %.2f, seven and six %.2f, day and night %.2f"
+             % (cos[0][1], cos[2][3], cos[6][7]), size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-brief-embedding.svg"))
+
+
+def fig_brief_loss(out, summary=False):
+    toks = pieces(BRIEF_VERSE)
+    ids = [t[0] for t in toks]
+    loss = brief_logprobs(ids)
+    mean = sum(loss) / len(loss)
+    with open(os.path.join(ROOT, MODEL, "config.json")) as c:
+        guess = math.log(json.load(c)["vocab_size"])     # every id equally likely: what an untrained model does
+    log = []
+    with open(os.path.join(ROOT, MODEL, "train_log.csv")) as f:
+        head = f.readline().strip().split(",")
+        for line in f:
+            r = dict(zip(head, line.strip().split(",")))
+            log.append((int(r["tokens"]), float(r["train_loss"]), float(r["val_loss"])))
+    if summary:
+        for t, l in zip(toks[1:], loss):
+            print("%-12s -ln p %6.3f  p %.4f" % (shown(t[2]), l, math.exp(-l)))
+        print("mean %.3f nats; guessing ln %d = %.3f; validation loss %.3f -> %.3f over %d tokens of training"
+              % (mean, round(math.exp(guess)), guess, log[0][2], log[-1][2], log[-1][0]))
+        return
+    W, H = 860, 360
+    x0, y0, pw, ph = 50, 50, 470, 200
+    top = 11.0
+    Y = lambda v: y0 + ph - v / top * ph
+    svg = Svg(W, H, "The loss", "make figures (tools/figures.py brief-loss: ./run fwd %s --dump, %s/train_log.csv)" % (MODEL, MODEL))
+    svg.text(8, 18, "The loss: how surprised the model is by each real next token, \u2212ln p (nats)", size=13, weight="bold")
+    for v in range(0, 11, 2):
+        svg.line(x0, Y(v), x0 + pw, Y(v), "#eee")
+        svg.text(x0 - 6, Y(v) + 4, str(v), size=10, anchor="end", fill="#666")
+    bw = pw / len(loss)
+    for k, (t, l) in enumerate(zip(toks[1:], loss)):
+        x = x0 + k * bw
+        svg.rect(x + 4, Y(l), bw - 8, Y(0) - Y(l), "#5c7f9f")
+        svg.text(x + bw / 2, Y(l) - 4, "%.2f" % math.exp(-l) if math.exp(-l) >= 0.01 else "%.0e" % math.exp(-l),
+                 size=9, anchor="middle", fill="#333")
+        svg.text(x + bw / 2 + 4, Y(0) + 10, shown(t[2]), size=10, anchor="end", mono=True, rotate=-50)
+    svg.line(x0, Y(guess), x0 + pw, Y(guess), "#c33", 1.2, " stroke-dasharray='5,3'")
+    svg.line(x0, Y(mean), x0 + pw, Y(mean), "#2f8a3a", 1.2, " stroke-dasharray='2,2'")
+    svg.line(x0, 36, x0 + 24, 36, "#c33", 1.2, " stroke-dasharray='5,3'")
+    svg.text(x0 + 30, 40, "guessing among %d: ln %d = %.2f" % (round(math.exp(guess)), round(math.exp(guess)), guess), size=10, fill="#c33")
+    svg.line(x0 + 230, 36, x0 + 254, 36, "#2f8a3a", 1.2, " stroke-dasharray='2,2'")
+    svg.text(x0 + 260, 40, "this verse's loss, the mean: %.2f" % mean, size=10, fill="#2f8a3a")
+    # Right: what training did to the mean over held-out verses.
+    cx0, cw = 600, 230
+    tmax = log[-1][0]
+    CX = lambda t: cx0 + t / tmax * cw
+    svg.text(cx0, 40, "training lowered the mean loss", size=10, fill="#555")
+    for v in range(0, 11, 2):
+        svg.line(cx0, Y(v), cx0 + cw, Y(v), "#eee")
+        svg.text(cx0 - 6, Y(v) + 4, str(v), size=10, anchor="end", fill="#666")
+    svg.line(cx0, Y(guess), cx0 + cw, Y(guess), "#c33", 1.2, " stroke-dasharray='5,3'")
+    for col, k, name in (("#a0641f", 1, "training text"), ("#1f5fa0", 2, "held-out verses")):
+        pts = [(r[0], r[k]) for r in log]
+        svg.add("<polyline fill='none' stroke='%s' stroke-width='1.6' points='%s'/>"
+                % (col, " ".join("%.1f,%.1f" % (CX(t), Y(v)) for t, v in pts)))
+    svg.text(CX(tmax), Y(log[-1][2]) - 6, "held-out %.2f" % log[-1][2], size=10, anchor="end", fill="#1f5fa0")
+    svg.text(CX(tmax), Y(log[-1][1]) + 14, "training %.2f" % log[-1][1], size=10, anchor="end", fill="#a0641f")
+    svg.text(cx0 + cw / 2, Y(0) + 18, "tokens of training text seen: 0 to %.1f million" % (tmax / 1e6), size=10,
+             anchor="middle", fill="#555")
+    svg.text(cx0 + cw / 2, Y(0) + 32, "(%s/train_log.csv, first row after %d tokens)" % (MODEL, log[0][0]), size=10,
+             anchor="middle", fill="#555")
+    svg.text(8, H - 40, "each bar: the token to predict after the ones before it; above it p, the probability the model gave it",
+             size=11, fill="#555")
+    svg.text(8, H - 24, "an untrained model scores every token ln %d; training nudges every weight so that the real next token gets likelier"
+             % round(math.exp(guess)), size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-brief-loss.svg"))
+
+
+def fig_brief_heads(out, summary=False):
+    maps, toks = attention_maps()
+    layer = len(maps) - 1
+    t = toks.index(" earth") - 1          # the " the" that has to predict " earth"
+    H = len(maps[layer])
+    rows = [maps[layer][h][t][:t + 1] for h in range(H)]
+    best = [max(range(t + 1), key=lambda j: r[j]) for r in rows]
+    if summary:
+        print("layer %d, from %r (position %d):" % (layer, toks[t], t))
+        for h, r in enumerate(rows):
+            print("  head %d: %s" % (h, " ".join("%s %.2f" % (shown(toks[j]), r[j]) for j in range(t + 1))))
+        return
+    lab, cw, rh = 90, 72, 62
+    W, H_ = max(830, lab + (t + 1) * cw + 40), 60 + H * rh + 110
+    svg = Svg(W, H_, "Several heads", "make figures (tools/figures.py brief-heads; the float64 reference, tools/qwen2_torch.py)")
+    svg.text(8, 18, "Layer %d of %s: four heads look from the same token, \u201c%s\u201d, at different earlier tokens"
+             % (layer, MODEL, shown(toks[t])), size=13, weight="bold")
+    cols = ["#5c7f9f", "#9f7a5c", "#5c9f6a", "#8a5c9f"]
+    for h, r in enumerate(rows):
+        y = 44 + h * rh
+        svg.text(lab - 10, y + rh / 2, "head %d" % h, size=12, anchor="end")
+        svg.line(lab, y + rh - 10, lab + (t + 1) * cw, y + rh - 10, "#bbb")
+        for j in range(t + 1):
+            bh = (rh - 18) * r[j]
+            svg.rect(lab + j * cw + 6, y + rh - 10 - bh, cw - 12, bh, cols[h % 4])
+            if r[j] >= 0.15:
+                svg.text(lab + j * cw + cw / 2, y + rh - 13 - bh, "%.2f" % r[j], size=9, anchor="middle")
+    for j in range(t + 1):
+        svg.text(lab + j * cw + cw / 2, 44 + H * rh + 6, shown(toks[j]), size=11, anchor="middle", mono=True,
+                 weight="bold" if j == t else "normal")
+    yb = 44 + H * rh + 30
+    svg.text(8, yb, "most weight: " + "; ".join("head %d on %s" % (h, shown(toks[b])) for h, b in enumerate(best)), size=11, fill="#333")
+    with open(os.path.join(ROOT, MODEL, "config.json")) as c:
+        cfg = json.load(c)
+    svg.text(8, yb + 18, "each head has its own query, key and value projections (%d numbers of the %d); their outputs are put"
+             % (cfg["hidden_size"] // cfg["num_attention_heads"], cfg["hidden_size"]), size=11, fill="#555")
+    svg.text(8, yb + 34, "side by side again and mixed by one more matrix (o_proj): one layer gathers several kinds of context at once",
+             size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-brief-heads.svg"))
+
+
+def brief_stream(ids, target):
+    """The residual stream of the last token of IDS after the embedding and after every attention
+    and MLP block (the float64 reference), each read out as the final norm and the LM head would:
+    [(name, rms of the addition, rms of the stream, top token id, its p, p of TARGET)]."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import torch
+    import qwen2_torch as q
+    model, _ = q.load_folder(os.path.join(ROOT, MODEL), torch.float64)
+    adds = []
+
+    def keep(name):
+        def hook(mod, inp, outp):
+            adds.append((name, outp[0, -1].detach().clone()))
+        return hook
+    model.model.embed_tokens.register_forward_hook(keep("the embedding"))
+    for i, layer in enumerate(model.model.layers):
+        layer.self_attn.register_forward_hook(keep("+ layer %d attention" % i))
+        layer.mlp.register_forward_hook(keep("+ layer %d MLP" % i))
+    with torch.no_grad():
+        model(torch.tensor([ids]))
+        emb = model.model.embed_tokens.weight
+        x, out = None, []
+        for name, a in adds:
+            x = a if x is None else x + a
+            p = torch.softmax(model.model.norm(x) @ emb.T, -1)
+            top = int(torch.argmax(p))
+            rms = lambda v: float(v.pow(2).mean().sqrt())
+            out.append((name, rms(a), rms(x), top, float(p[top]), float(p[target])))
+    return out
+
+
+def fig_brief_residual(out, summary=False):
+    toks = pieces(BRIEF_VERSE)
+    k = [t[2] for t in toks].index(" earth")
+    ids, target = [t[0] for t in toks[:k]], toks[k][0]
+    stages = brief_stream(ids, target)
+    engine = math.exp(-brief_logprobs(ids + [target])[-1])
+    if abs(engine - stages[-1][5]) > 1e-3:
+        sys.exit("figures.py brief-residual: the reference reads p = %.4f at the end, ./run fwd gives %.4f" % (stages[-1][5], engine))
+    names = {}
+    with open(os.path.join(ROOT, MODEL, "tokenizer.json"), encoding="utf-8") as f:
+        for s, i in json.load(f)["model"]["vocab"].items():
+            names[i] = s.replace("\u0120", " ")
+    if summary:
+        for name, a, x, top, ptop, pt in stages:
+            print("%-22s adds rms %.3f  stream rms %.3f  reads as %-10s %.3f   p(%s) %.3f"
+                  % (name, a, x, shown(names[top]), ptop, shown(toks[k][2]), pt))
+        print("./run fwd: p(%s) = %.4f" % (shown(toks[k][2]), engine))
+        return
+    lab, rh = 170, 26
+    bx, bw = lab + 20, 150
+    px, pw = bx + bw + 290, 150
+    W, H = px + pw + 70, 70 + len(stages) * rh + 86
+    amax = max(s[1] for s in stages)
+    svg = Svg(W, H, "The residual stream", "make figures (tools/figures.py brief-residual; the float64 reference, its end checked against ./run fwd)")
+    svg.text(8, 18, "The residual stream of \u201c%s\u201d in \u201c\u2026%s\u201d: every block adds to it"
+             % (shown(toks[k - 1][2]), "".join(t[2] for t in toks[k - 4:k])), size=13, weight="bold")
+    svg.text(bx, 44, "what the block adds (rms)", size=11, fill="#555")
+    svg.text(bx + bw + 50, 44, "read out now: the likeliest next token", size=11, fill="#555")
+    svg.text(px, 44, "p(%s)" % shown(toks[k][2]), size=11, fill="#555")
+    svg.line(lab + 8, 54, lab + 8, 54 + len(stages) * rh, "#5c7f9f", 3)
+    for n, (name, a, x, top, ptop, pt) in enumerate(stages):
+        y = 54 + n * rh
+        svg.text(lab - 4, y + 17, name, size=12, anchor="end")
+        svg.rect(bx, y + 5, bw * a / amax, rh - 10, "#9fbfdf" if "MLP" in name else "#5c7f9f" if "attention" in name else "#bbb")
+        svg.text(bx + bw * a / amax + 4, y + 16, "%.2f" % a, size=10, fill="#555")
+        svg.text(bx + bw + 50, y + 17, "%s  %.2f" % (shown(names[top]), ptop), size=12, mono=True)
+        svg.rect(px, y + 5, pw, rh - 10, "#f3f1ec")
+        svg.rect(px, y + 5, pw * pt, rh - 10, "#e0a040")
+        svg.text(px + pw + 6, y + 16, "%.2f" % pt, size=10, fill="#555")
+    yb = 54 + len(stages) * rh + 20
+    svg.text(8, yb, "read out now: the final RMSNorm and the output layer applied to the stream as it is after that block",
+             size=11, fill="#555")
+    svg.text(8, yb + 16, "(the embedding alone reads as itself: the output layer is the same matrix, tied); the last row is the",
+             size=11, fill="#555")
+    svg.text(8, yb + 32, "model's answer, p(%s) = %.2f, as ./run fwd computes it" % (shown(toks[k][2]), engine), size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-brief-residual.svg"))
+
+
+FIGURES.update({"brief-tokens": fig_brief_tokens, "brief-embedding": fig_brief_embedding, "brief-loss": fig_brief_loss,
+                "brief-heads": fig_brief_heads, "brief-residual": fig_brief_residual})
+
 if __name__ == "__main__":
     sys.exit(main())
