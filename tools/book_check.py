@@ -24,6 +24,8 @@ Conventions an author writes in (see book/01-how-to-read.md):
   ```cpp sketch                 code written for the book that quotes nothing.
   Every other fenced block (no info string, or only a language) is an error: a reader must be
   able to tell what a block is, and a checker what to do with it.
+  Formulas are TeX math, not blocks: $...$ inline, $$...$$ on lines of their own. The static
+  checks read them as prose (nothing in them runs); --render makes them MathML.
 
 Static checks (no command runs for these):
   * code references  `file.cpp:function`, `file.h:symbol`, `tools/x.py:function`: the file

@@ -22,7 +22,28 @@
              `./run serve --trace-json` (book/img/data/serve-trace-kjv.json; --trace FILE
              draws another): four overlapping streams, tests/server/batching.py trace.
 
-Every figure is deterministic: tests/check_figures.sh redraws them and compares with the
+  In tools/figures_model.py, tools/figures_kernels.py and tools/figures_report.py:
+  reading-path  the chapters as a core and tracks, from their titles (chapter 1).
+  load          generate.cpp:engine_load's steps with what -v prints, and trained/kjv's file to
+                scale from ./run info (chapter 3).
+  qkv           q, k and v of layer 0 split into heads and concatenated back, the reference's
+                numbers (chapter 5).
+  scores        chapter 6's worked example: the causal scores and weights as a heat map.
+  rope-pairs    rotate_half against interleaved pairs, and q.k after RoPE depending only on the
+                distance (tests/test_book.cpp's vectors; chapter 4).
+  trace-diff    tools/trace_diff.py on chapter 10's RoPE mutant (built by the chapter's command).
+  families      arch.cpp:ARCHS's rows side by side (chapter 17).
+  kvpages       chapter 12's two block tables sharing a prefix, blocks of serve/kv_pages.h.
+  quant-blocks  Q8_0, Q4_0 and Q4_K byte by byte, sizes from gguf/quants.cpp (chapter 16).
+  q4k-scales    Q4_K's twelve bytes of 6-bit scales, bit by bit, as quants.cpp packs them.
+  tile          the register tile of cpu/x86/kernels_avx512.cpp (chapter 11).
+  online-softmax  attention over key blocks in one pass, chapter 11's numbers (chapter 6).
+  warp-sum      cuda/kernels_cuda.cu:warp_sum's five shuffle steps (chapter 13).
+  report        book/img/report.png: a --report page in headless Chromium; the PNG keeps the
+                facts it shows, and --check-report PNG tells whether they are still what ./run
+                shows (tests/check_figures.sh).
+
+Every SVG figure is deterministic: tests/check_figures.sh redraws them and compares with the
 committed files. Each SVG says, in its caption line, the command that made it.
 """
 import argparse
@@ -30,7 +51,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -609,9 +629,9 @@ def main():
         return fr.check_report(args.check_report)
     os.makedirs(args.out, exist_ok=True)
     for n in args.names or list(FIGURES):
-        FIGURES[n](args.out, summary=args.summary)
+        done = FIGURES[n](args.out, summary=args.summary)
         if not args.summary:
-            print("drew %s" % os.path.relpath(os.path.join(args.out, file_of(n)), ROOT))
+            print("%s %s" % ("kept (current)" if done == "kept" else "drew", os.path.relpath(os.path.join(args.out, file_of(n)), ROOT)))
     return 0
 
 

@@ -1,15 +1,13 @@
 #!/usr/bin/python3
 """tools/figures.py's figures of the kernels and formats: the paged KV cache, the block formats,
 Q4_K's scales, the register tile, the online softmax, a warp's sum."""
-import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figures_draw import *  # noqa: E402,F401,F403
+from figures_draw import Svg, arrow, box, chapter_has, need, source  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- paged KV cache

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figures_draw import *  # noqa: E402,F401,F403
+from figures_draw import (MODEL, ROOT, Svg, arrow, box, chapter_has, diverge, heat, need,  # noqa: E402
+                          pieces, run, shown, source)
 
 # ----------------------------------------------------------------------------- q, k, v and the heads
 

@@ -2,20 +2,20 @@
 """tools/figures.py's picture of the --report page (book/img/report.png), and the check that it
 is current: the PNG carries the facts it was taken with."""
 import json
-import math
 import os
 import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figures_draw import *  # noqa: E402,F401,F403
+from figures_draw import MODEL, ROOT  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- the report's picture
 
 REPORT_CMD = ["./run", MODEL, "And God said, Let there be light", "--raw", "-n", "32", "--threads", "1", "--report"]
 REPORT_FACTS = ("command", "model", "shape", "sampler")   # rows of the report's "The run" table
+REPORT_CODE = ("trace_report_html.cpp", "trace_report_draw.cpp")  # the code that lays the page out
 
 
 def report_facts(page):
@@ -28,6 +28,12 @@ def report_facts(page):
     for k, cls in (("prompt", "text"), ("output", "text out")):
         m = re.search(r"<pre class='%s'>(.*?)</pre>" % cls, page, re.S)
         f[k] = html_text(m.group(1)) if m else None
+    import hashlib
+    h = hashlib.sha256()
+    for path in REPORT_CODE:
+        with open(os.path.join(ROOT, path), "rb") as src:
+            h.update(src.read())
+    f["page code"] = "sha256 %s of %s" % (h.hexdigest()[:16], " + ".join(REPORT_CODE))
     return f
 
 
@@ -81,7 +87,8 @@ def report_page(tmp):
 
 def fig_report(out, summary=False):
     """book/img/report.png: the top of a --report page in headless Chromium (1280 x 2400), with the
-    page's machine-independent facts stored in the PNG, so a check can tell a stale picture."""
+    page's machine-independent facts stored in the PNG, so a check can tell a stale picture. A
+    picture whose facts are still the page's is kept: only the timings would change."""
     import shutil
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,8 +98,11 @@ def fig_report(out, summary=False):
             sys.exit("figures.py report: the page lacks %s" % ", ".join(k for k, v in facts.items() if v is None))
         if summary:
             for k, v in facts.items():
-                print("%-8s %s" % (k, v))
+                print("%-9s %s" % (k, v))
             return
+        target = os.path.join(out, "report.png")
+        if os.path.exists(target) and png_facts(target) == facts:
+            return "kept"
         browser = shutil.which("chromium") or shutil.which("chromium-browser")
         if not browser:
             sys.exit("figures.py report: chromium is not installed (make deps)")
