@@ -9,9 +9,15 @@
 #      pixels wide, loads with no JavaScript error, every image decodes, and
 #      nothing makes the page itself scroll sideways (a wide code block may
 #      scroll inside its box; the page may not);
-#   3. the search index exists and finds a word every reader looks for.
+#   3. the search index exists and finds a word every reader looks for;
+#   4. the formulas are MathML: chapter 4's render as <math> elements, and no
+#      page shows TeX source ($$, \frac, \sum, \text{) as text;
+#   5. a block wider than its box (code, a table, a formula) scrolls sideways
+#      inside it (overflow-x auto or scroll) instead of being cut off, and
+#      chapter 6's softmax example, at 400 pixels, is such a block.
 # First a self-test: a planted page with one broken link, one broken image,
-# one script error and one too-wide element must be rejected for each.
+# one script error, one too-wide element, one cut-off block and one formula
+# left as TeX must be rejected for each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v chromium >/dev/null || { echo "chromium is not installed (make deps)"; exit 1; }
@@ -45,6 +51,27 @@ window.addEventListener("load", function () {
     });
     f.push("page overflows sideways: " + w + " px wide in a " + v + " px window (first: " + wide + ")");
   }
+  var scrolling = 0;
+  Array.prototype.forEach.call(document.querySelectorAll("main pre, main table, main div.math-display"), function (el) {
+    if (el.scrollWidth <= el.clientWidth + 1) return;
+    // the box that takes the overflow: the block itself or the first one around it that does not let it spill
+    var box = el, ox = "visible";
+    while (box && box.tagName !== "MAIN" && (ox = getComputedStyle(box).overflowX) === "visible") box = box.parentElement;
+    if (ox === "auto" || ox === "scroll") scrolling++;
+    else f.push("cut off: a " + el.tagName.toLowerCase() + (el.className ? "." + el.className : "") + " " + el.scrollWidth +
+                " px wide in a " + el.clientWidth + " px box does not scroll (overflow-x: " + ox + ")");
+  });
+  var tex = 0, walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    var n = walk.currentNode, p = n.parentNode;
+    if (p.closest && p.closest("pre, code, script, style, math")) continue;
+    if (/\$\$|\\frac\b|\\sum\b|\\text\{/.test(n.nodeValue)) tex++;
+  }
+  if (tex) f.push("TeX left as text: " + tex + " places (is pandoc run with --mathml?)");
+  var info = document.createElement("div");
+  info.id = "probe-info";
+  info.textContent = "math " + document.getElementsByTagName("math").length + " scrolling " + scrolling;
+  document.body.appendChild(info);
   var s = document.createElement("div");
   s.id = "probe-status";
   s.textContent = f.length ? "PROBE_FAIL " + f.join(" | ") : "PROBE_OK";
@@ -52,7 +79,8 @@ window.addEventListener("load", function () {
 });
 </script>'
 
-# browser_check PAGE WIDTH: prints the probe's verdict (and uncaught errors Chromium logged).
+# browser_check PAGE WIDTH: prints the probe's verdict (and uncaught errors Chromium logged),
+# then "| info math N scrolling M": the page's <math> elements and the wide blocks that scroll.
 browser_check() {
     local page=$1 width=$2 copy
     copy="$(dirname "$page")/.probe-$(basename "$page")"
@@ -75,7 +103,7 @@ PY
         status="PROBE_FAIL ${status#PROBE_OK}${status:+ | }$(grep -i uncaught "$copy.log" | head -1 | sed 's/.*CONSOLE[^"]*//')"
         status=${status/PROBE_FAIL PROBE_FAIL/PROBE_FAIL}
     fi
-    echo "$status"
+    echo "$status | info $(grep -o 'id="probe-info">[^<]*' "$copy.dom" | sed 's/^id="probe-info">//')"
     rm -f "$copy" "$copy.dom" "$copy.log"
 }
 
@@ -114,6 +142,8 @@ cat >"$out/planted.html" <<'HTML'
 <p><a href="no-such-page.html">a broken link</a> <a href="01-how-to-read.html#no-such-anchor">a broken anchor</a></p>
 <img src="img/no-such-image.svg" alt="broken">
 <div style="width:3000px">too wide</div>
+<main><pre style="overflow-x:hidden;max-width:300px">a line of code far wider than its box, which is cut off instead of scrolling sideways</pre>
+<p>A formula left as TeX: $$\frac{1}{2}$$ and one rendered: <math><mi>x</mi></math></p></main>
 <script>no_such_function();</script>
 </body></html>
 HTML
@@ -123,12 +153,13 @@ for e in 'planted.html: href="no-such-page.html": no such file' 'no id "no-such-
     grep -qF "$e" <<<"$links" || { echo "self-test: the link check did not report: $e"; ok=0; }
 done
 verdict=$(browser_check "$out/planted.html" 1280)
-for e in "broken image: img/no-such-image.svg" "script error" "page overflows sideways"; do
+for e in "broken image: img/no-such-image.svg" "script error" "page overflows sideways" "cut off: a pre" \
+         "TeX left as text: 1 places" "info math 1 scrolling 0"; do
     grep -qF "$e" <<<"$verdict" || { echo "self-test: the browser check did not report: $e (it said: $verdict)"; ok=0; }
 done
 rm -f "$out/planted.html"
 [ $ok = 1 ] || exit 1
-echo "self-test ok: broken link, broken anchor, broken image, script error and overflow all reported"
+echo "self-test ok: broken link, broken anchor, broken image, script error, overflow, a cut-off block and TeX left as text all reported"
 
 failed=0
 echo "== links and images"
@@ -140,7 +171,19 @@ for page in "$out"/*.html "$out"/exercises/*.html; do
     for width in 1280 400; do
         verdict=$(browser_check "$page" "$width")
         n=$((n + 1))
+        info=${verdict##*| info }
+        verdict=${verdict% | info*}
         if [ "$verdict" != PROBE_OK ]; then echo "FAIL  ${page#"$out"/} at $width px: ${verdict#PROBE_FAIL }"; failed=1; fi
+        case "${page##*/} $width" in
+            "04-kernels.html 1280")
+                m=$(sed -n 's/^math \([0-9]*\).*/\1/p' <<<"$info")
+                if [ "${m:-0}" -ge 5 ]; then echo "ok    04-kernels.html: $m formulas drawn as MathML <math> elements"
+                else echo "FAIL  04-kernels.html has ${m:-no} <math> elements, not the 5 or more of its formulas"; failed=1; fi ;;
+            "06-attention-kv-cache.html 400")
+                s=$(sed -n 's/.*scrolling \([0-9]*\).*/\1/p' <<<"$info")
+                if [ "${s:-0}" -ge 1 ]; then echo "ok    06-attention-kv-cache.html at 400 px: $s wide blocks scroll sideways in their boxes"
+                else echo "FAIL  06-attention-kv-cache.html at 400 px: no wide block that scrolls (the softmax example should)"; failed=1; fi ;;
+        esac
     done
 done
 echo "$n page loads checked"

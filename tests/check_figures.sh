@@ -2,16 +2,23 @@
 # tests/check_figures.sh — the book's figures are current.
 #
 # tools/figures.py draws book/img/fig-*.svg from the engine's own numbers
-# (the default model's logits and tokenizer, the saved bench output). Here
-# every figure is drawn again into a scratch folder and must equal the
-# committed file byte for byte: a change to the engine that moves a figure's
-# numbers shows up here, and `make figures` redraws them. To show that the
-# comparison can fail, a committed figure with one changed number must be
-# reported.
+# (the default model's logits and tokenizer, the saved bench output, the
+# sources' tables). Here every figure is drawn again into a scratch folder
+# and must equal the committed file byte for byte: a change to the engine
+# that moves a figure's numbers shows up here, and `make figures` redraws
+# them. To show that the comparison can fail, a committed figure with one
+# changed number must be reported.
+#
+# book/img/report.png, a screenshot of a --report page, cannot be compared
+# byte for byte (the page shows timings), so the PNG carries what the page
+# showed that the clock does not change — command, model, shape, sampler,
+# prompt, output — and the report is made again and compared with that
+# (tools/figures.py --check-report). A copy that says "greedy" must be caught.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -x ./run ] || { echo "./run is not built (make)"; exit 1; }
 [ -f trained/kjv/model.safetensors ] || { echo "trained/kjv is missing"; exit 1; }
+command -v chromium >/dev/null || { echo "chromium is not installed (make deps): it takes book/img/report.png"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 tools/figures.py --out "$tmp" >/dev/null || { echo "FAIL: tools/figures.py failed"; exit 1; }
 
@@ -42,4 +49,22 @@ out=$(compare "$tmp/planted" "$tmp"); rc=$?
 if [ $rc != 0 ] && grep -q "fig-rope.svg differs" <<<"$out" && grep -q "fig-gqa.svg is missing" <<<"$out"; then
     echo "self-test ok: a changed figure and a missing one are reported"
 else echo "self-test: the planted changes were not reported:"; echo "$out"; exit 1; fi
-compare book/img "$tmp"
+compare book/img "$tmp"; rc=$?
+
+# report.png: the one just taken passes, a planted stale one fails, then the committed one.
+/usr/bin/python3 - "$tmp/report.png" "$tmp/planted/report.png" <<'PY'
+import json, sys
+sys.path.insert(0, "tools")
+import figures_report as r
+facts = r.png_facts(sys.argv[1])
+facts["sampler"] = "greedy (temperature 0: always the most likely token)"
+open(sys.argv[2], "wb").write(r.png_with_facts(open(sys.argv[1], "rb").read(), facts))
+PY
+out=$(/usr/bin/python3 tools/figures.py --check-report "$tmp/planted/report.png"); prc=$?
+if /usr/bin/python3 tools/figures.py --check-report "$tmp/report.png" && [ $prc != 0 ] && grep -q "stale: its sampler" <<<"$out"; then
+    echo "self-test ok: a fresh report.png passes, one that says greedy is reported"
+else echo "self-test: the report.png check did not tell a fresh picture from a stale one:"; echo "$out"; exit 1; fi
+if /usr/bin/python3 tools/figures.py --check-report book/img/report.png; then
+    echo "ok    book/img/report.png shows what ./run --report shows now"
+else rc=1; fi
+exit $rc

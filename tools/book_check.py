@@ -24,6 +24,8 @@ Conventions an author writes in (see book/01-how-to-read.md):
   ```cpp sketch                 code written for the book that quotes nothing.
   Every other fenced block (no info string, or only a language) is an error: a reader must be
   able to tell what a block is, and a checker what to do with it.
+  Formulas are TeX math, not blocks: $...$ inline, $$...$$ on lines of their own. The static
+  checks read them as prose (nothing in them runs); --render makes them MathML.
 
 Static checks (no command runs for these):
   * code references  `file.cpp:function`, `file.h:symbol`, `tools/x.py:function`: the file
@@ -819,6 +821,14 @@ function Code(el)
   end
   return el
 end
+-- A paragraph that is one display formula goes in a box of its own, which scrolls sideways
+-- when the formula is wider than the column (book.css: div.math-display).
+function Para(el)
+  if #el.content == 1 and el.content[1].t == "Math" and el.content[1].mathtype == "DisplayMath" then
+    return pandoc.Div({el}, {class = "math-display"})
+  end
+  return el
+end
 """
 
 CSS = """*{box-sizing:border-box}
@@ -837,6 +847,8 @@ a{color:#8a5a00} code{overflow-wrap:anywhere} pre code{overflow-wrap:normal}
 img{max-width:100%;height:auto}
 figure{margin:1.5em 0} figcaption{font-size:14px;color:#555}
 table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%} td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}
+div.math-display{overflow-x:auto;overflow-y:hidden;max-width:100%;margin:1em 0}
+div.math-display p{margin:.3em 0} math{font-size:1.08em}
 blockquote{margin:1em 0;padding:.5em 1em;background:#f3f6f9;border-left:3px solid #5c7f9f}
 blockquote p{margin:.4em 0}
 header.top{position:sticky;top:0;z-index:10;background:#2b2b2b;color:#eee;font:15px/1.4 system-ui,sans-serif;
@@ -983,7 +995,9 @@ def mark_blocks(text, code_href):
 
 
 def pandoc_page(md, target, title, root, lua, before, after, toc):
-    args = ["pandoc", "--from", "markdown", "--to", "html5", "--standalone",
+    # TeX math ($...$ inline, $$...$$ display) becomes MathML, which the browser draws itself:
+    # nothing is fetched, no script runs.
+    args = ["pandoc", "--from", "markdown", "--to", "html5", "--standalone", "--mathml",
             "--lua-filter", lua, "--css", root + "book.css", "--metadata", "pagetitle=" + title,
             "--include-before-body", before, "--include-after-body", after, "-o", target]
     if toc:

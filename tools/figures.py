@@ -22,7 +22,28 @@
              `./run serve --trace-json` (book/img/data/serve-trace-kjv.json; --trace FILE
              draws another): four overlapping streams, tests/server/batching.py trace.
 
-Every figure is deterministic: tests/check_figures.sh redraws them and compares with the
+  In tools/figures_model.py, tools/figures_kernels.py and tools/figures_report.py:
+  reading-path  the chapters as a core and tracks, from their titles (chapter 1).
+  load          generate.cpp:engine_load's steps with what -v prints, and trained/kjv's file to
+                scale from ./run info (chapter 3).
+  qkv           q, k and v of layer 0 split into heads and concatenated back, the reference's
+                numbers (chapter 5).
+  scores        chapter 6's worked example: the causal scores and weights as a heat map.
+  rope-pairs    rotate_half against interleaved pairs, and q.k after RoPE depending only on the
+                distance (tests/test_book.cpp's vectors; chapter 4).
+  trace-diff    tools/trace_diff.py on chapter 10's RoPE mutant (built by the chapter's command).
+  families      arch.cpp:ARCHS's rows side by side (chapter 17).
+  kvpages       chapter 12's two block tables sharing a prefix, blocks of serve/kv_pages.h.
+  quant-blocks  Q8_0, Q4_0 and Q4_K byte by byte, sizes from gguf/quants.cpp (chapter 16).
+  q4k-scales    Q4_K's twelve bytes of 6-bit scales, bit by bit, as quants.cpp packs them.
+  tile          the register tile of cpu/x86/kernels_avx512.cpp (chapter 11).
+  online-softmax  attention over key blocks in one pass, chapter 11's numbers (chapter 6).
+  warp-sum      cuda/kernels_cuda.cu:warp_sum's five shuffle steps (chapter 13).
+  report        book/img/report.png: a --report page in headless Chromium; the PNG keeps the
+                facts it shows, and --check-report PNG tells whether they are still what ./run
+                shows (tests/check_figures.sh).
+
+Every SVG figure is deterministic: tests/check_figures.sh redraws them and compares with the
 committed files. Each SVG says, in its caption line, the command that made it.
 """
 import argparse
@@ -30,85 +51,14 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = "trained/kjv"
-FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
-MONO = "font-family='DejaVu Sans Mono, Menlo, Consolas, monospace'"
-
-
-def run(args):
-    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("figures.py: `%s` failed:\n%s" % (" ".join(args), r.stderr[-2000:]))
-    return r.stdout
-
-
-def esc(s):
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&apos;")
-
-
-def shown(tok):
-    """A token as text in a figure: leading space as a visible middle dot."""
-    return tok.replace(" ", "\u00b7").replace("\n", "\u21b5")
-
-
-class Svg:
-    def __init__(self, w, h, title, command):
-        self.w, self.h, self.items = w, h, []
-        self.title, self.command = title, command
-
-    def add(self, s):
-        self.items.append(s)
-
-    def text(self, x, y, s, size=12, anchor="start", mono=False, fill="#222", weight="normal", rotate=None):
-        tr = " transform='rotate(%d %.1f %.1f)'" % (rotate, x, y) if rotate is not None else ""
-        self.add("<text x='%.1f' y='%.1f' font-size='%g' text-anchor='%s' fill='%s' font-weight='%s' %s%s>%s</text>"
-                 % (x, y, size, anchor, fill, weight, MONO if mono else FONT, tr, esc(s)))
-
-    def rect(self, x, y, w, h, fill, stroke="none", extra=""):
-        self.add("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' stroke='%s'%s/>" % (x, y, w, h, fill, stroke, extra))
-
-    def line(self, x1, y1, x2, y2, stroke="#222", width=1, extra=""):
-        self.add("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='%g'%s/>" % (x1, y1, x2, y2, stroke, width, extra))
-
-    def save(self, path):
-        body = "\n".join(self.items)
-        cap_y = self.h - 8
-        s = ("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' viewBox='0 0 %d %d'>\n"
-             "<title>%s</title>\n<rect width='100%%' height='100%%' fill='white'/>\n%s\n"
-             "<text x='8' y='%d' font-size='10' fill='#777' %s>made by: %s</text>\n</svg>\n"
-             % (self.w, self.h, self.w, self.h, esc(self.title), body, cap_y, MONO, esc(self.command)))
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(s)
-
-
-def heat(p):
-    """Attention weight 0..1 -> colour (white to dark blue, square-root scale)."""
-    t = math.sqrt(max(0.0, min(1.0, p)))
-    c0, c1 = (255, 255, 255), (20, 50, 120)
-    return "#%02x%02x%02x" % tuple(int(round(a + (b - a) * t)) for a, b in zip(c0, c1))
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from figures_draw import ROOT, MODEL, run, shown, Svg, heat, encode, pieces  # noqa: E402
 
 # ----------------------------------------------------------------------------- attention
 
 VERSE = "In the beginning God created the heaven and the earth. And the earth was"
-
-
-def encode(text):
-    ids = run(["./run", "encode", MODEL, text]).split("\n")[0].split()
-    return [int(i) for i in ids]
-
-
-def pieces(text):
-    out = []
-    for line in run(["./run", "encode", MODEL, text, "--pieces"]).split("\n")[1:]:
-        m = re.match(r'^(\d+)\s+"(.*)"\s+"(.*)"$', line)
-        if m:
-            out.append((int(m.group(1)), m.group(2), json.loads('"' + m.group(3) + '"')))
-    return out
 
 
 def attention_maps():
@@ -439,14 +389,26 @@ def fig_rope(out, summary=False):
     for k, (i, f) in enumerate(zip(pairs, freqs)):
         cx, cy = 30 + r + k * (2 * r + gap), 40 + r + 10
         svg.add("<circle cx='%.1f' cy='%.1f' r='%d' fill='none' stroke='#ccc'/>" % (cx, cy, r))
+        labels = []   # positions labelled: only where a label fits (0.16 rad apart), always 0 and 8
         for pos in range(9):
             a = pos * f
             x, y = cx + r * math.cos(a), cy - r * math.sin(a)
             shade = int(200 - 20 * pos)
             col = "#%02x%02x%02x" % (shade // 3, shade // 2, min(255, shade + 40))
             svg.line(cx, cy, x, y, col, 1.6)
-            if pos in (0, 1, 2, 8) or f > 0.5:
-                svg.text(cx + (r + 10) * math.cos(a), cy - (r + 10) * math.sin(a) + 4, str(pos), size=10, anchor="middle")
+            if not labels or a - labels[-1] * f >= 0.16:
+                labels.append(pos)
+            elif pos == 8 and labels[-1] != 0:
+                labels[-1] = pos
+            elif pos == 8:
+                labels.append(pos)
+        for pos in labels:
+            a = pos * f
+            svg.text(cx + (r + 10) * math.cos(a), cy - (r + 10) * math.sin(a) + 4, str(pos), size=10, anchor="middle")
+        hidden = [p for p in range(9) if p not in labels]
+        if hidden:
+            svg.text(cx + r + 14, cy + 16, "(%d to %d between)" % (hidden[0], hidden[-1]) if len(hidden) > 2 else
+                     "(%s between)" % " and ".join(map(str, hidden)), size=9, anchor="middle", fill="#777")
         svg.text(cx, cy + r + 28, "pair %d: numbers %d and %d" % (i, i, i + d // 2), size=12, anchor="middle")
         svg.text(cx, cy + r + 44, "%.3f rad per position" % f, size=11, anchor="middle", fill="#555")
     svg.save(os.path.join(out, "fig-rope.svg"))
@@ -612,8 +574,38 @@ def fig_batch(out, summary=False):
     svg.save(os.path.join(out, "fig-batch.svg"))
 
 
-FIGURES = {"attention": fig_attention, "sampling": fig_sampling, "bpe": fig_bpe, "roofline": fig_roofline,
-           "rope": fig_rope, "gqa": fig_gqa, "kvcache": fig_kvcache, "batch": fig_batch}
+# name -> function; each draws fig-NAME.svg (report: report.png). One entry per line.
+import figures_kernels as fk  # noqa: E402
+import figures_model as fm  # noqa: E402
+import figures_report as fr  # noqa: E402
+FIGURES = {
+    "attention": fig_attention,
+    "sampling": fig_sampling,
+    "bpe": fig_bpe,
+    "roofline": fig_roofline,
+    "rope": fig_rope,
+    "gqa": fig_gqa,
+    "kvcache": fig_kvcache,
+    "batch": fig_batch,
+    "reading-path": fm.fig_reading_path,
+    "load": fm.fig_load,
+    "qkv": fm.fig_qkv,
+    "scores": fm.fig_scores,
+    "rope-pairs": fm.fig_rope_pairs,
+    "trace-diff": fm.fig_trace_diff,
+    "families": fm.fig_families,
+    "kvpages": fk.fig_kvpages,
+    "quant-blocks": fk.fig_quant_blocks,
+    "q4k-scales": fk.fig_q4k_scales,
+    "tile": fk.fig_tile,
+    "online-softmax": fk.fig_online_softmax,
+    "warp-sum": fk.fig_warp_sum,
+    "report": fr.fig_report,
+}
+
+
+def file_of(name):
+    return "report.png" if name == "report" else "fig-%s.svg" % name
 
 
 def main():
@@ -622,6 +614,8 @@ def main():
     ap.add_argument("names", nargs="*", help="figures to draw (default: all): " + ", ".join(FIGURES))
     ap.add_argument("--out", default=os.path.join(ROOT, "book", "img"), help="folder for the SVG files")
     ap.add_argument("--summary", action="store_true", help="print the numbers behind the figures instead")
+    ap.add_argument("--check-report", metavar="PNG", help="exit 1 when PNG (book/img/report.png) no longer shows what "
+                    "the report shows now: its command, model, shape, sampler, prompt and output")
     ap.add_argument("--trace", help="batch: the ./run serve --trace-json to draw (default: %s)" % os.path.relpath(BATCH_TRACE, ROOT))
     args = ap.parse_args()
     if args.trace:
@@ -631,11 +625,13 @@ def main():
             sys.exit("figures.py: no figure named %r (there are: %s)" % (n, ", ".join(FIGURES)))
     if not os.path.exists(os.path.join(ROOT, "run")):
         sys.exit("figures.py: ./run is not built (make)")
+    if args.check_report:
+        return fr.check_report(args.check_report)
     os.makedirs(args.out, exist_ok=True)
     for n in args.names or list(FIGURES):
-        FIGURES[n](args.out, summary=args.summary)
+        done = FIGURES[n](args.out, summary=args.summary)
         if not args.summary:
-            print("drew %s" % os.path.relpath(os.path.join(args.out, "fig-%s.svg" % n), ROOT))
+            print("%s %s" % ("kept (current)" if done == "kept" else "drew", os.path.relpath(os.path.join(args.out, file_of(n)), ROOT)))
     return 0
 
 
