@@ -234,12 +234,13 @@ report-check: all models
 # Exercises (chapters/README.md): `make exercise EX=rmsnorm` builds the
 # student's chapters/rmsnorm/stub.cpp into the engine in place of the real
 # function and runs its checker; SOLUTION=1 puts the engine's own function
-# in the stub's place (it must pass). Without EX: the list.
+# in the stub's place (it must pass); JSON=1 prints the result as JSON
+# (tools/grade_class.sh grades a class with it). Without EX: the list.
 .PHONY: exercise
 exercise: all
 	@$(MAKE) --no-print-directory models
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
-	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
+	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution) $(if $(JSON),--json)
 
 # The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
 # into trained/kjv, with TRAINING.md and the loss curve. MINUTES is the training
