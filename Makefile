@@ -211,9 +211,12 @@ clean:
 # `make book-check` runs its commands and compares its outputs (part of
 # `make test-all`, as tests/check_book_commands.sh; `make test` runs its
 # static checks, tests/check_book.sh).
+# STUDENT=1 renders the student edition into $(BUILD)/book-student: no answer
+# key (chapters/answers.md) in its pages, links or search, and no quoted
+# code of a function an exercise asks for.
 .PHONY: book book-check
 book:
-	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book
+	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book$(if $(STUDENT),-student --student)
 
 book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
@@ -241,6 +244,12 @@ exercise: all
 	@$(MAKE) --no-print-directory models
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
 	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution) $(if $(JSON),--json)
+
+# The student pack (chapters/make_student_pack.py): the tree with every exercise's
+# function replaced by its stub, no answer key, no tests; in $(BUILD)/student-pack.
+.PHONY: student-pack
+student-pack: all
+	@/usr/bin/python3 chapters/make_student_pack.py $(BUILD)/student-pack
 
 # The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
 # into trained/kjv, with TRAINING.md and the loss curve. MINUTES is the training
