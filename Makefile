@@ -211,9 +211,12 @@ clean:
 # `make book-check` runs its commands and compares its outputs (part of
 # `make test-all`, as tests/check_book_commands.sh; `make test` runs its
 # static checks, tests/check_book.sh).
+# STUDENT=1 renders the student edition into $(BUILD)/book-student: no answer
+# key (chapters/answers.md) in its pages, links or search, and no quoted
+# code of a function an exercise asks for.
 .PHONY: book book-check
 book:
-	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book
+	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book$(if $(STUDENT),-student --student)
 
 book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
@@ -234,12 +237,19 @@ report-check: all models
 # Exercises (chapters/README.md): `make exercise EX=rmsnorm` builds the
 # student's chapters/rmsnorm/stub.cpp into the engine in place of the real
 # function and runs its checker; SOLUTION=1 puts the engine's own function
-# in the stub's place (it must pass). Without EX: the list.
+# in the stub's place (it must pass); JSON=1 prints the result as JSON
+# (tools/grade_class.sh grades a class with it). Without EX: the list.
 .PHONY: exercise
 exercise: all
 	@$(MAKE) --no-print-directory models
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
-	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution)
+	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution) $(if $(JSON),--json)
+
+# The student pack (chapters/make_student_pack.py): the tree with every exercise's
+# function replaced by its stub, no answer key, no tests; in $(BUILD)/student-pack.
+.PHONY: student-pack
+student-pack: all
+	@/usr/bin/python3 chapters/make_student_pack.py $(BUILD)/student-pack
 
 # The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
 # into trained/kjv, with TRAINING.md and the loss curve. MINUTES is the training

@@ -3,8 +3,10 @@
 #
 #   make exercise EX=rmsnorm              your chapters/rmsnorm/stub.cpp
 #   make exercise EX=rmsnorm SOLUTION=1   the engine's own rmsnorm in its place (must pass)
+#   make exercise EX=rmsnorm JSON=1       the checker's result as one JSON object on stdout
+#                                         (the build's lines go to stderr): tools/grade_class.sh
 #
-# (or: bash chapters/build_exercise.sh rmsnorm [--solution], after `make`)
+# (or: bash chapters/build_exercise.sh rmsnorm [--solution] [--json], after `make`)
 #
 # How a student's function gets into the engine. Say the exercise replaces
 # function f, which lives in the engine file src.cpp. src.cpp is compiled
@@ -46,6 +48,13 @@ tiled-matmul kernels.cpp          matmul_plain
 layer        net.cpp              decoder_layer
 scheduler    serve/scheduler.cpp  plan_step
 q4           gguf/quants.cpp      dequantize_block_q4_0 dequantize_block_q4_k
+watch        logging.cpp          stats_add mean_row_entropy_bits
+bug-hunt     kernels.cpp          softmax swiglu vec_dot_plain vec_axpy_plain
+cuda-rope    kernels.cpp          apply_rope
+family       arch.cpp             arch_by_model_type
+rope-hard    kernels.cpp          apply_rope
+attention-hard kernels.cpp        attention_head_plain
+bpe-hard     tokenizer.cpp        bpe_word
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"
@@ -53,8 +62,16 @@ usage() {
     exit 2
 }
 ex=${1:-}
-solution=0
-[ "${2:-}" = --solution ] && solution=1
+solution=0 json=0
+for a in "${@:2}"; do
+    case $a in
+        --solution) solution=1 ;;
+        --json) json=1 ;;
+        *) echo "build_exercise: unknown option '$a' (--solution, --json)"; exit 2 ;;
+    esac
+done
+# With --json, stdout carries the checker's JSON alone: the build talks on stderr.
+[ $json = 1 ] && exec 3>&1 1>&2
 line=$(echo "$table" | awk -v ex="$ex" '$1 == ex')
 [ -n "$ex" ] && [ -n "$line" ] || usage
 read -r _ src funcs <<<"$line"
@@ -98,7 +115,11 @@ echo "== exercise $ex: $funcs (from $src)"
 # The engine's file, compiled once (shared by the exercises of one file),
 # and its three copies.
 pic=build/exercise/$stem.pic.o
-if stale "$pic" "$src" $headers; then
+if [ -f "chapters/reference/$base.o" ]; then
+    # A student pack (make student-pack): $src holds the stubs; the real file
+    # ships compiled, and that is the reference.
+    cp "chapters/reference/$base.o" "$pic"
+elif stale "$pic" "$src" $headers; then
     echo "   compiling $src (-fPIC)"
     $CXX $CXXFLAGS -fPIC -I. -c -o "$pic.tmp" "$src"
     mv "$pic.tmp" "$pic"
@@ -109,13 +130,22 @@ objcopy --wildcard "${weaken[@]}" "$pic" "$dir/$stem.engine.o"
 objcopy $(renamed _reference "$pic") --weaken "$pic" "$dir/reference.o"
 engine_objs=("$dir/reference.o" "$dir/$stem.engine.o")
 
+if [ $solution = 1 ] && [ -f "tests/data/exercise_solutions/$ex.cpp" ]; then
+    # An exercise whose answer the engine does not hold (family: a row the
+    # table lacks) has its solution there.
+    echo "   SOLUTION=1: tests/data/exercise_solutions/$ex.cpp stands in for the stub"
+    STUB=tests/data/exercise_solutions/$ex.cpp solution=0
+fi
 if [ $solution = 1 ]; then
     echo "   SOLUTION=1: the engine's own $funcs stand in for the stub"
     objcopy $(renamed _student "$pic") --weaken "$pic" "$dir/solution.o"
     student=$dir/solution.o
 else
-    stub=${STUB:-chapters/$ex/stub.cpp}    # STUB=file: another attempt (tests/check_exercises.sh)
-    stub_o=$dir/$(basename "$stub" .cpp).o
+    stub=${STUB:-chapters/$ex/stub.cpp}    # STUB=file: another attempt (tests/check_exercises.sh, grading)
+    [ -f "$stub" ] || { echo "build_exercise: $stub: no such file"; exit 2; }
+    # The object is named by the stub's content: two students' files of the
+    # same name and age never share it.
+    stub_o=$dir/stub-$(sha1sum <"$stub" | cut -c1-12).o
     if stale "$stub_o" "$stub" $headers; then
         echo "   compiling $stub"
         $CXX $CXXFLAGS -I. -c -o "$stub_o" "$stub"
@@ -124,13 +154,16 @@ else
     student=$dir/student.o
 fi
 
+# A harder variant (rope-hard) runs its base exercise's checker under its own
+# name: its checker.cpp includes ../rope/checker.cpp.
 checker=$dir/checker.o
-if stale "$checker" "chapters/$ex/checker.cpp" $headers; then
+if stale "$checker" "chapters/$ex/checker.cpp" "chapters/${ex%-hard}/checker.cpp" $headers; then
     echo "   compiling chapters/$ex/checker.cpp"
-    $CXX $CXXFLAGS -I. -c -o "$checker" "chapters/$ex/checker.cpp"
+    $CXX $CXXFLAGS -I. -DEXERCISE_NAME="\"$ex\"" -c -o "$checker" "chapters/$ex/checker.cpp"
 fi
 others=$(for o in $OBJS; do [ "$o" = "build/$base.o" ] || echo "$o"; done)
 $CXX $CXXFLAGS -o "$dir/check" "$checker" "$student" "${engine_objs[@]}" $others $LDLIBS
 
 echo "== running the checker"
+[ $json = 1 ] && exec "$dir/check" --json >&3
 exec "$dir/check"

@@ -9,6 +9,12 @@
 //
 // Feedback is the point of a checker: every failed case says what the input
 // was, what was expected, what came back, and what the usual cause is.
+//
+// Two ways to print it. Text (the default) is for the student at the
+// terminal. `check --json` (make exercise EX=NAME JSON=1) is for grading a
+// class (tools/grade_class.sh): one JSON object on stdout with the groups
+// passed, the points and, for each group, the same diagnosis the text
+// would have shown.
 #pragma once
 #include <algorithm>
 #include <csignal>
@@ -21,6 +27,7 @@
 #include <string>
 #include <unistd.h>
 #include <vector>
+#include <nlohmann/json.hpp>
 #include "common.h"
 #include "logging.h"
 #include "kernels.h"
@@ -53,46 +60,80 @@ inline std::string fmt(const char* f, ...) {
 
 inline std::string g_case;           // the case running now: named if the student's code crashes
 inline int g_groups_failed = 0, g_groups = 0;
+inline bool g_json = false;          // --json: one JSON object at the end instead of the text
+inline std::string g_exercise;       // the name in the last line (chapters/build_exercise.sh's, for a variant)
+inline nlohmann::ordered_json g_results = nlohmann::ordered_json::array();  // the groups ended so far, for --json
+inline std::string g_crash_json;     // what a crash prints in --json mode, ready before each case runs
+
+// Points: a group is worth 1, a whole-model group 2 (the constructor's
+// second argument); the student earns a group's points when all its cases pass.
+inline int g_points = 0, g_points_possible = 0;
+
+// The object --json prints: totals first, then one entry per group.
+inline nlohmann::ordered_json results_json() {
+    int passed = 0;
+    for (const auto& r : g_results) passed += r["passed"].get<bool>();
+    return {{"exercise", g_exercise}, {"passed", g_groups_failed == 0 && g_groups > 0}, {"groups", (int)g_results.size()},
+            {"groups_passed", passed}, {"points", g_points}, {"points_possible", g_points_possible},
+            {"results", g_results}};
+}
 
 struct Group {
     std::string name;
-    int cases = 0, failed = 0;
-    explicit Group(const std::string& n) : name(n) { g_groups++; }
+    int cases = 0, failed = 0, points = 1;
+    std::string diagnosis;  // what the text mode printed for a failure, kept for --json
+    explicit Group(const std::string& n, int worth = 1) : name(n), points(worth) { g_groups++; }
     // Names the case about to run (for the crash message and for fail()).
     void start(const std::string& c) {
         g_case = name + ": " + c;
         cases++;
+        if (g_json) {
+            // A crash cannot safely build strings: the whole answer is made here.
+            nlohmann::ordered_json j = results_json();
+            j["passed"] = false;
+            j["points_possible"] = nullptr;  // the groups after this one are unknown
+            j["crash"] = g_case;
+            g_crash_json = j.dump() + "\n";
+        }
     }
     // The running case failed. `detail` says what happened, `hint` why it
     // usually happens; both may span lines.
     void fail(const std::string& detail, const std::string& hint) {
         failed++;
         if (failed == 1) {
-            printf("FAIL  %s\n", g_case.c_str());
-            print_indented(detail);
-            if (!hint.empty()) print_indented("hint: " + hint);
+            say("FAIL  " + g_case);
+            say_indented(detail);
+            if (!hint.empty()) say_indented("hint: " + hint);
         } else if (failed <= 4) {
-            printf("      also fails: %s\n", g_case.c_str());
+            say("      also fails: " + g_case);
         }
-        fflush(stdout);
     }
     // Ends the group; returns true when every case passed.
     bool end() {
-        if (failed == 0) printf("ok    %s (%d case%s)\n", name.c_str(), cases, cases == 1 ? "" : "s");
+        if (failed == 0) say(fmt("ok    %s (%d case%s)", name.c_str(), cases, cases == 1 ? "" : "s"));
         else {
-            printf("      -> %s: %d of %d cases failed\n", name.c_str(), failed, cases);
+            say(fmt("      -> %s: %d of %d cases failed", name.c_str(), failed, cases));
             g_groups_failed++;
         }
-        fflush(stdout);
+        g_points_possible += points;
+        if (failed == 0) g_points += points;
+        g_results.push_back({{"group", name}, {"cases", cases}, {"failed", failed}, {"passed", failed == 0},
+                             {"points", failed == 0 ? points : 0}, {"points_possible", points},
+                             {"diagnosis", diagnosis}});
         g_case.clear();
         return failed == 0;
     }
-    static void print_indented(const std::string& text) {
+    // One line of the report: on the terminal, or into this group's diagnosis.
+    void say(const std::string& line) {
+        if (g_json) diagnosis += line + "\n";
+        else printf("%s\n", line.c_str()), fflush(stdout);
+    }
+    void say_indented(const std::string& text) {
         size_t at = 0;
         while (at <= text.size()) {
             size_t nl = text.find('\n', at);
             if (nl == std::string::npos) nl = text.size();
-            printf("      %s\n", text.substr(at, nl - at).c_str());
+            say("      " + text.substr(at, nl - at));
             at = nl + 1;
         }
     }
@@ -100,16 +141,23 @@ struct Group {
 
 // The last line, and the exit status: 0 only when every group passed.
 inline int finish(const char* exercise) {
-    if (g_groups_failed == 0)
-        printf("\nPASS  %s: all %d groups of checks pass. Well done.\n", exercise, g_groups);
+    const char* name = g_exercise.empty() ? exercise : g_exercise.c_str();
+    if (g_json) printf("%s\n", results_json().dump().c_str());
+    else if (g_groups_failed == 0)
+        printf("\nPASS  %s: all %d groups of checks pass. Well done.\n", name, g_groups);
     else
-        printf("\nNOT YET  %s: %d of %d groups failed. Fix the first FAIL above and run again.\n", exercise,
+        printf("\nNOT YET  %s: %d of %d groups failed. Fix the first FAIL above and run again.\n", name,
                g_groups_failed, g_groups);
     return g_groups_failed == 0 ? 0 : 1;
 }
 
 // A crash in the student's code should still name the case that caused it.
+// Only write() here: the crash may have left the heap broken.
 inline void on_crash(int sig) {
+    if (g_json) {
+        (void)!write(1, g_crash_json.data(), g_crash_json.size());
+        _exit(3);
+    }
     char buf[1024];
     int n = snprintf(buf, sizeof buf,
                      "\nCRASH (%s) during: %s\n      hint: usually an index outside an array, or a read past the end of the input: check every "
@@ -120,14 +168,30 @@ inline void on_crash(int sig) {
     _exit(3);
 }
 
-// Call first in main(): crash handler, unbuffered-enough output, the title.
-inline void checker_begin(const char* exercise, const char* what) {
+// Call first in main(): the command line (--json or nothing), the crash
+// handler, unbuffered-enough output, the title. chapters/build_exercise.sh
+// compiles every checker with EXERCISE_NAME, the name it was asked for
+// (rope-hard runs rope's checker under its own name).
+inline void checker_begin(int argc, char** argv, const char* exercise, const char* what) {
+#ifdef EXERCISE_NAME
+    g_exercise = EXERCISE_NAME;
+#else
+    g_exercise = exercise;
+#endif
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) g_json = true;
+        else {
+            fprintf(stderr, "%s: unknown argument '%s' (the checker takes --json, or nothing)\n", argv[0], argv[i]);
+            exit(2);
+        }
+    }
     signal(SIGSEGV, on_crash);
     signal(SIGFPE, on_crash);
     signal(SIGABRT, on_crash);
     setvbuf(stdout, nullptr, _IOLBF, 0);
     g_log_level = LOG_WARN;  // the engine's info lines would bury the feedback
-    printf("Checking %s: %s\n\n", exercise, what);
+    if (g_json) g_crash_json = nlohmann::ordered_json({{"exercise", g_exercise}, {"passed", false}, {"crash", "(setup)"}}).dump() + "\n";
+    else printf("Checking %s: %s\n\n", g_exercise.c_str(), what);
 }
 
 // ---------------------------------------------------------------------------

@@ -15,7 +15,9 @@
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler q4"
+# Every exercise of chapters/build_exercise.sh's table (EXERCISES=... runs some).
+exercises=${EXERCISES:-$(sed -n '/^table="/,/^"/p' chapters/build_exercise.sh | awk 'NF > 1 { print $1 }')}
+[ -n "$exercises" ] || { echo "no exercises found in chapters/build_exercise.sh"; exit 1; }
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -37,6 +39,12 @@ STUB=tests/data/exercise_solutions/tiled-matmul.cpp make -s --no-print-directory
 if [ $rc = 0 ] && grep -q "^PASS  tiled-matmul" "$log"; then echo "ok    tiled-matmul: a tiled solution passes its checker"
 else echo "FAIL  tiled-matmul: the tiled solution does not pass (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
 
+# A real kernel for cuda-rope (its SOLUTION=1 is the CPU twin, which runs no thread).
+log=build/exercise/cuda-rope.kernel.log
+STUB=tests/data/exercise_solutions/cuda-rope.cpp make -s --no-print-directory exercise EX=cuda-rope >"$log" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q "^PASS  cuda-rope" "$log"; then echo "ok    cuda-rope: a kernel of one thread per pair passes its checker"
+else echo "FAIL  cuda-rope: the kernel solution does not pass (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
+
 # Known slips (tests/data/exercise_slips/): each checker must fail them and
 # say what the slip is, not only that something differs.
 slips="
@@ -48,6 +56,8 @@ layer  layer_no_bias.cpp        you forgot the bias
 layer  layer_norm_in_place.cpp  adds to x itself, not to its normed copy
 scheduler scheduler_slot_order.cpp  by request id, not by slot index
 q4     q4_k_no_top_bits.cpp     their top 2 bits
+cuda-rope cuda_rope_no_bound.cpp  must return before touching vec
+cuda-rope cuda_rope_shared_pair.cpp  depends on which thread runs first
 "
 while read -r ex file says; do
     [ -n "$ex" ] || continue

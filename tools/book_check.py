@@ -1023,6 +1023,49 @@ def section_index(page_html, url, page_title):
     return out
 
 
+# ----------------------------------------------------------------------------- the student edition
+
+def exercise_functions():
+    """{function: exercise} for every function an exercise has the student write
+    (chapters/build_exercise.sh's table). bug-hunt's stub is the engine's own code with
+    one line changed, and family's answer is a table row the engine lacks: quoting the
+    engine's code gives nothing away for them, so they are left out."""
+    path = os.path.join(ROOT, "chapters", "build_exercise.sh")
+    out = {}
+    if not os.path.isfile(path):
+        return out
+    table = re.search(r'^table="\n(.*?)^"', open(path, encoding="utf-8").read(), re.S | re.M)
+    for line in (table.group(1) if table else "").split("\n"):
+        words = line.split()
+        if len(words) >= 3 and words[0] not in ("bug-hunt", "family"):
+            for f in words[2:]:
+                out.setdefault(f, words[0])
+    return out
+
+
+def student_edition(text, hidden):
+    """One page for the student edition (make book STUDENT=1): a quoted exercise function
+    becomes a line naming its exercise, and a link to the answer key keeps only its words."""
+    lines, skipping = [], None
+    for line in text.split("\n"):
+        fm = FENCE.match(line)
+        if skipping is not None:
+            if fm and fm.group(2)[0] == skipping and not fm.group(3):
+                skipping = None
+            continue
+        if fm and fm.group(3):
+            kind, arg = kind_of(fm.group(3))
+            func = arg.split(":")[-1] if kind == "quote" and ":" in arg else None
+            if func in hidden:
+                lines.append("*The code of `%s` is the [%s exercise](../chapters/%s/README.md); the student "
+                             "edition leaves it out.*" % (arg, hidden[func], hidden[func]))
+                skipping = fm.group(2)[0]
+                continue
+        lines.append(line)
+    text = "\n".join(lines)
+    return re.sub(r"\[([^\]]*)\]\((?:[^)\s]*/)?answers\.md(?:#[^)\s]*)?\)", r"\1", text)
+
+
 def render(args, src):
     import json
     out = os.path.join(ROOT, args.render) if not os.path.isabs(args.render) else args.render
@@ -1036,6 +1079,12 @@ def render(args, src):
     if os.path.isfile(os.path.join(ROOT, "chapters", "README.md")):
         guides.insert(0, os.path.join(ROOT, "chapters", "README.md"))
     exercises = guides + exercises
+    hidden = {}
+    if args.student:  # the answer key is no page of the student edition, nor any stale copy of it
+        exercises = [f for f in exercises if not os.path.basename(f).startswith("answers")]
+        for stale in glob.glob(os.path.join(out, "exercises", "answers*.html")):
+            os.remove(stale)
+        hidden = exercise_functions()
     # Bare file names in code references (gen_model.cpp) resolve to their real paths.
     paths = {}
     for f in src.files:
@@ -1066,6 +1115,8 @@ def render(args, src):
     for k, (path, target, _, root) in enumerate(pages):
         with open(path, encoding="utf-8") as f:
             texts[path] = f.read()
+        if args.student:
+            texts[path] = student_edition(texts[path], hidden)
         name = os.path.splitext(os.path.basename(target))[0]
         pages[k] = (path, target, title_of(texts[path], name), root)
 
@@ -1121,8 +1172,8 @@ def render(args, src):
     with open(os.path.join(out, "search-index.js"), "w") as f:
         f.write("window.BOOK_INDEX = " + json.dumps(index, ensure_ascii=False) + ";\n")
     shutil.rmtree(tmp, ignore_errors=True)
-    print("make book: %d chapters, %d exercise pages -> %s/index.html"
-          % (len(chapters), len(exercises), os.path.relpath(out, ROOT)))
+    print("make book: %d chapters, %d exercise pages -> %s/index.html%s"
+          % (len(chapters), len(exercises), os.path.relpath(out, ROOT), " (the student edition)" if args.student else ""))
     return 0
 
 
@@ -1140,6 +1191,8 @@ def main():
     ap.add_argument("--render", metavar="OUT", help="render HTML into OUT with pandoc instead of checking")
     ap.add_argument("--list-allowed", action="store_true",
                     help="print the names of other programs the prose may name (ALLOWED_NAMES)")
+    ap.add_argument("--student", action="store_true",
+                    help="with --render: the student edition, without the answer key and the exercises' code")
     args = ap.parse_args()
     if args.list_allowed:
         for name, what in sorted(ALLOWED_NAMES.items(), key=lambda kv: (kv[1], kv[0].lower())):

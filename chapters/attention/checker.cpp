@@ -96,8 +96,8 @@ static void run_case(Group& g, const std::string& name, const Cache& c, int head
                "scores[0 .. n-1].");
 }
 
-int main() {
-    checker_begin("attention", "one head: softmax(q . k_j / sqrt(d)) mixes the v_j");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "attention", "one head: softmax(q . k_j / sqrt(d)) mixes the v_j");
 
     Group book("the book's worked example (token 2 of 3)");
     {
@@ -140,7 +140,7 @@ int main() {
     }
     big.end();
 
-    Group e2e("end to end: models/tiny under --kernels plain, logits at every step of a greedy generation");
+    Group e2e("end to end: models/tiny under --kernels plain, logits at every step of a greedy generation", 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Plain, 1);

@@ -140,8 +140,8 @@ static std::string toy_tokenizer_json() {
            " \"model\": {\"type\": \"BPE\", \"vocab\": {" + vocab + "},\n \"merges\": [" + m + "]}}\n";
 }
 
-int main() {
-    checker_begin("bpe", "merge the lowest-rank adjacent pair until none is left");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "bpe", "merge the lowest-rank adjacent pair until none is left");
 
     Group toy("a toy tokenizer: the book's five merges, then (a,a) and (w,e)");
     {
@@ -201,7 +201,7 @@ int main() {
     }
     qwen.end();
 
-    Group e2e("end to end: generate() on models/tiny from a prompt your version encodes");
+    Group e2e("end to end: generate() on models/tiny from a prompt your version encodes", 2);
     if (have_qwen) {
         Model m;
         kernels_init(KernelSet::Fast, 1);

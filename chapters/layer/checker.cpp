@@ -172,8 +172,8 @@ static void run_case(Group& g, const Model& m, Net& ref, Net& stu, const std::ve
     }
 }
 
-int main() {
-    checker_begin("layer", "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "layer", "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own");
     kernels_init(KernelSet::Plain, 1);
     Model m;
     Tokenizer tok;
@@ -205,7 +205,7 @@ int main() {
     for (int p = 8; p < 12; p++) run_case(decode, m, ref, stu, {1000 + 37 * p}, p);
     decode.end();
 
-    Group e2e("end to end: your layer for all 4 layers of models/tiny, then the final norm and the LM head");
+    Group e2e("end to end: your layer for all 4 layers of models/tiny, then the final norm and the LM head", 2);
     {
         Net r, s;
         net_init(r, m, n_ctx);

@@ -184,8 +184,8 @@ static void random_block(uint8_t* in, int bytes, bool k) {
     if (k) put_half(in, std::fabs(half_at(in))), put_half(in + 2, uniform(0.0f, 1.0f) * std::pow(10.0f, (float)rand_int(-4, 0)));
 }
 
-int main() {
-    checker_begin("q4", "a Q4_0 block (32 weights in 18 bytes) and a Q4_K super-block (256 in 144)");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "q4", "a Q4_0 block (32 weights in 18 bytes) and a Q4_K super-block (256 in 144)");
 
     // ---- 1. The book's blocks.
     Group book("the book's blocks");
@@ -299,7 +299,7 @@ int main() {
     rows.end();
 
     // ---- 5. The engine.
-    Group e2e("end to end: models/tiny quantized to Q4_0 (its logits), and a Q4_K matrix product");
+    Group e2e("end to end: models/tiny quantized to Q4_0 (its logits), and a Q4_K matrix product", 2);
     // The plain kernels: they unpack every row with the block functions. The
     // fast ones multiply the packed codes directly and never call them.
     kernels_init(KernelSet::Plain, 1);

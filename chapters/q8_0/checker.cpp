@@ -72,8 +72,8 @@ static void run_case(Group& g, const std::string& name, const std::vector<float>
     }
 }
 
-int main() {
-    checker_begin("q8_0", "32 floats -> one f16 scale d = max|x|/127 and 32 int8 round(x/d)");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "q8_0", "32 floats -> one f16 scale d = max|x|/127 and 32 int8 round(x/d)");
 
     Group book("the book's block");
     {
@@ -120,7 +120,7 @@ int main() {
         for (float sd : {1e-3f, 0.05f, 3.0f}) run_case(rnd, fmt("x ~ N(0, %g^2)", sd), gaussians(n, sd));
     rnd.end();
 
-    Group e2e("end to end: models/tiny quantized by each version, then its logits");
+    Group e2e("end to end: models/tiny quantized by each version, then its logits", 2);
     Model mref, mstu;
     Tokenizer tok;
     kernels_init(KernelSet::Fast, 1);

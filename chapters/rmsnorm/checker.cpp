@@ -27,8 +27,8 @@ static void run_case(Group& g, const std::string& name, const std::vector<float>
     if (!d.empty()) g.fail("x: " + show(x) + "\nw: " + show(w) + "\n" + d, hint);
 }
 
-int main() {
-    checker_begin("rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w");
     const std::string usual =
         "rms = sqrt(sum of x[i]^2 / n + eps): the mean of the squares (divide by n), eps inside the root, "
         "then multiply by w[i].";
@@ -66,7 +66,7 @@ int main() {
     }
     edge.end();
 
-    Group e2e("end to end: models/tiny, logits at every step of a greedy generation");
+    Group e2e("end to end: models/tiny, logits at every step of a greedy generation", 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Plain, 1);

@@ -81,8 +81,8 @@ static void check_roulette(Group& g, const std::string& name, const std::vector<
     }
 }
 
-int main() {
-    checker_begin("rng", "xorshift128, a uniform float, and the roulette draw");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "rng", "xorshift128, a uniform float, and the roulette draw");
 
     Group book("the book's numbers for seed 1");
     {
@@ -166,7 +166,7 @@ int main() {
     }
     rndwheel.end();
 
-    Group e2e("end to end: generate() on models/tiny, the same token ids");
+    Group e2e("end to end: generate() on models/tiny, the same token ids", 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Fast, 1);

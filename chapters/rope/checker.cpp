@@ -69,8 +69,8 @@ static void run_case(Group& g, int n_heads, int hd, int pos, float theta, double
     }
 }
 
-int main() {
-    checker_begin("rope", "rotate pairs (i, i + head_dim/2) by pos * theta^(-2i/head_dim)");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "rope", "rotate pairs (i, i + head_dim/2) by pos * theta^(-2i/head_dim)");
 
     Group book("the book's worked example");
     book.start("v=(1,0,0,1), head_dim 4, pos 1, theta 10000 -> (0.5403, -0.0100, 0.8415, 1.0000)");
@@ -108,7 +108,7 @@ int main() {
                  "the angle in double, then cast cos and sin to float.");
     longctx.end();
 
-    Group e2e("end to end: models/tiny, logits at every step of a greedy generation");
+    Group e2e("end to end: models/tiny, logits at every step of a greedy generation", 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Plain, 1);

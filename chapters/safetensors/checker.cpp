@@ -217,8 +217,8 @@ static std::string with_entry(const std::string& entry, size_t data = 24) {
     return file_of("{\"ok\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"bad\":" + entry + "}", data);
 }
 
-int main() {
-    checker_begin("safetensors", "the header: N, then JSON naming each tensor's dtype, shape and bytes");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "safetensors", "the header: N, then JSON naming each tensor's dtype, shape and bytes");
 
     Group small("small valid files");
     run_case(small, "one F32 tensor [2, 3]", valid_file({{"w", "F32", {2, 3}}}, {0}, 0));
@@ -289,7 +289,7 @@ int main() {
     run_case(bad, "two tensors overlap", with_entry("{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}"));
     bad.end();
 
-    Group e2e("end to end: load_model + generate() on models/tiny with your parser");
+    Group e2e("end to end: load_model + generate() on models/tiny with your parser", 2);
     e2e.start("load models/tiny with each parser, generate 16 tokens");
     kernels_init(KernelSet::Fast, 1);
     try {

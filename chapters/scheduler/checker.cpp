@@ -66,8 +66,8 @@ static std::string diagnose(const std::vector<SlotView>& s, int budget, const st
 
 struct Case { const char* name; int budget; std::vector<SlotView> slots; std::vector<StepRows> plan; };
 
-int main() {
-    checker_begin("scheduler", "the rows of one continuous-batching step: decode first, then prompt chunks");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "scheduler", "the rows of one continuous-batching step: decode first, then prompt chunks");
 
     SlotView F;  // free
     auto pre = [](int id, int len, int done) { SlotView v; v.busy = true; v.id = id; v.prompt_len = len; v.prefilled = done; return v; };

@@ -93,8 +93,8 @@ static void run_case(Group& g, const std::string& name, const TestMat& tm, const
     g.fail(d, hint);
 }
 
-int main() {
-    checker_begin("tiled-matmul", "a cache-blocked matmul_plain, bit-equal to the untiled one");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "tiled-matmul", "a cache-blocked matmul_plain, bit-equal to the untiled one");
 
     Group book("worked by hand");
     {
@@ -145,7 +145,7 @@ int main() {
     }
     trap.end();
 
-    Group e2e("end to end: models/tiny under --kernels plain, logits bit for bit");
+    Group e2e("end to end: models/tiny under --kernels plain, logits bit for bit", 2);
     kernels_init(KernelSet::Plain, 1);
     Model m;
     Tokenizer tok;
@@ -162,7 +162,8 @@ int main() {
         (side ? matmul_plain_student : matmul_plain_reference)(out.data(), x.data(), big.m, nullptr, 32);
         ms[side] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
-    printf("\n      measured once (bf16 1536 x 896, 32 tokens, one thread; other work on the machine disturbs it):\n"
-           "      untiled matmul_plain %.0f ms, yours %.0f ms\n", ms[0], ms[1]);
+    if (!g_json)
+        printf("\n      measured once (bf16 1536 x 896, 32 tokens, one thread; other work on the machine disturbs it):\n"
+               "      untiled matmul_plain %.0f ms, yours %.0f ms\n", ms[0], ms[1]);
     return finish("tiled-matmul");
 }

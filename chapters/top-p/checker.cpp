@@ -78,8 +78,8 @@ static float safe_p(const std::vector<float>& l, float p, double gap) {
     return p;
 }
 
-int main() {
-    checker_begin("top-p", "keep the fewest most likely tokens whose probabilities reach p");
+int main(int argc, char** argv) {
+    checker_begin(argc, argv, "top-p", "keep the fewest most likely tokens whose probabilities reach p");
 
     Group book("the book's five tokens");
     std::vector<float> five = {std::log(0.40f), std::log(0.30f), std::log(0.15f), std::log(0.10f), std::log(0.05f)};
@@ -138,7 +138,7 @@ int main() {
     }
     rnd.end();
 
-    Group e2e("end to end: generate() on models/tiny with top-p, the same token ids");
+    Group e2e("end to end: generate() on models/tiny with top-p, the same token ids", 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Fast, 1);
