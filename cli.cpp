@@ -287,6 +287,7 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         {"lens", "--top", "K", num(d.top), "how many of each depth's most likely tokens to show", [&](const char* v) {
              o.top = parse_int_arg("--top", v, 1, 1000); }},
         {"lens", "--target", "TEXT", "the model's top token", "the token to follow and attribute (its text must be one token)", [&](const char* v) {
+             if (!*v) fail("--target: the text is empty");
              o.target = v; }},
         {"lens", "--rank-heads", nullptr, "off", "switch off each head and each MLP alone and rank them by the change in log p(target)",
          [&](const char*) { o.rank_heads = true; }},

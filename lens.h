@@ -90,6 +90,3 @@ struct AblationEffect {
 };
 // Sorted by delta, the most harmful first (the parts the target needs most).
 std::vector<AblationEffect> ablation_effects(Net& net, const std::vector<int>& tokens, int pos, int target);
-
-// ./run lens MODEL "prompt" (cli.cpp's table lists its flags).
-int cmd_lens(int argc, char** argv);

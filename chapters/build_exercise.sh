@@ -46,6 +46,7 @@ tiled-matmul kernels.cpp          matmul_plain
 layer        net.cpp              decoder_layer
 scheduler    serve/scheduler.cpp  plan_step
 q4           gguf/quants.cpp      dequantize_block_q4_0 dequantize_block_q4_k
+lens         lens.cpp             lens_layer
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"

@@ -15,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/.."
 [ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
-exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler q4"
+exercises="safetensors rmsnorm rope attention bpe rng top-p q8_0 tiled-matmul layer scheduler q4 lens"
 failed=0
 for ex in $exercises; do
     log=build/exercise/$ex.solution.log
@@ -49,6 +49,8 @@ layer  layer_norm_in_place.cpp  adds to x itself, not to its normed copy
 layer  layer_no_ablate.cpp      call ablate_heads
 scheduler scheduler_slot_order.cpp  by request id, not by slot index
 q4     q4_k_no_top_bits.cpp     their top 2 bits
+lens   lens_no_norm.cpp         you forgot the final norm
+lens   lens_wrong_row.cpp       the capture is depth-major
 "
 while read -r ex file says; do
     [ -n "$ex" ] || continue
