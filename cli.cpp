@@ -33,6 +33,7 @@
 #include "json_read.h"
 #include "logging.h"
 #include "gguf/quants.h"
+#include "lens.h"
 
 // ---------------------------------------------------------------------------
 // Values.
@@ -271,6 +272,28 @@ static std::vector<Flag> flag_table(Options& o, bool& help) {
         {"fwd", "--dump", "FILE", "off", "write every position's logits as raw float32, T x vocab", [&](const char* v) { o.dump = v; }},
         {"fwd", "--json", nullptr, "off", "print the top logits as JSON", [&](const char*) { o.json = true; }},
 
+        // ablate: every command that runs the CPU layer on one sequence
+        {"ablate", "--ablate", "L.H", "none", "switch off head H of layer L (its output zeroed before the output projection), or L.mlp a layer's MLP; repeatable",
+         [&](const char* v) {
+             int layer, head;
+             parse_ablate_spec(v, &layer, &head);  // the syntax now; the ranges once the model is loaded
+             o.engine.ablate.push_back(v); }},
+        // lens
+        {"lens", "--pos", "N|all", "the last", "the position to read (0 = the first prompt token), or all of them", [&](const char* v) {
+             o.lens_all = !strcmp(v, "all");
+             if (!o.lens_all && (!*v || strspn(v, "0123456789") != strlen(v)))
+                 fail("--pos: \"%s\" is not a position (0, 1, ...) or all", v);
+             if (!o.lens_all) o.lens_pos = parse_int_arg("--pos", v, 0, 1 << 30); }},
+        {"lens", "--top", "K", num(d.top), "how many of each depth's most likely tokens to show", [&](const char* v) {
+             o.top = parse_int_arg("--top", v, 1, 1000); }},
+        {"lens", "--target", "TEXT", "the model's top token", "the token to follow and attribute (its text must be one token)", [&](const char* v) {
+             if (!*v) fail("--target: the text is empty");
+             o.target = v; }},
+        {"lens", "--rank-heads", nullptr, "off", "switch off each head and each MLP alone and rank them by the change in log p(target)",
+         [&](const char*) { o.rank_heads = true; }},
+        {"lens", "--raw", nullptr, "off", "no chat template: the prompt goes to the model as written", [&](const char*) { o.raw = true; }},
+        {"lens", "--json", nullptr, "off", "print one JSON object instead of the tables", [&](const char*) { o.json = true; }},
+
         // encode, decode
         {"encode", "--file", "PATH", "none", "encode the bytes of this file instead of TEXT", [&](const char* v) { o.file = v; }},
         {"encode", "--pieces", nullptr, "off", "one line per token: id, vocabulary string, bytes", [&](const char*) { o.pieces = true; }},
@@ -343,19 +366,22 @@ struct Command {
 
 static const Command COMMANDS[] = {
     {"generate", "./run [MODEL] \"prompt\" [flags]", "generate text from a prompt (the default)",
-     "prompt generation sampling engine prefill trace report graph log-sampling output", 1, cmd_generate},
+     "prompt generation sampling engine ablate prefill trace report graph log-sampling output", 1, cmd_generate},
     {"chat", "./run chat [MODEL] [flags]", "a conversation in the terminal; the KV cache is kept between turns",
-     "generation sampling engine prefill trace report graph log-sampling output", 0, cmd_chat},
+     "generation sampling engine ablate prefill trace report graph log-sampling output", 0, cmd_chat},
     {"serve", "./run serve [MODEL] [flags]", "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /metrics); requests batched together",
-     "serve sampling engine report log-sampling output", 0, cmd_serve},
+     "serve sampling engine ablate report log-sampling output", 0, cmd_serve},
     {"info", "./run info MODEL", "config, tensor table, and the checks made at load", "output", 0, cmd_info},
     {"fwd", "./run fwd MODEL TOKEN POS | ./run fwd MODEL --tokens ID,ID,... [flags]",
-     "one forward pass, no sampling: the top logits (to compare with PyTorch)", "fwd engine trace log-forward output", 2, cmd_fwd},
+     "one forward pass, no sampling: the top logits (to compare with PyTorch)", "fwd engine ablate trace log-forward output", 2, cmd_fwd},
     {"encode", "./run encode MODEL_OR_TOKENIZER_JSON \"text\" | --file PATH [flags]", "text to token ids",
      "encode output", 1, cmd_encode},
     {"decode", "./run decode MODEL_OR_TOKENIZER_JSON ID ID ... (or \"ID,ID\")", "token ids to text", "decode output", -1, cmd_decode},
     {"convert", "./run convert MODEL OUT.gguf --type TYPE", "write the model as one GGUF file (any weight type; gguf_convert.cpp)",
      "convert output", 1, cmd_convert},
+    {"lens", "./run lens MODEL \"prompt\" [flags]",
+     "inside the prediction: the logit lens at every layer, direct logit attribution, head and MLP ablation",
+     "lens ablate engine log-forward output", 1, cmd_lens},
     {"bench", "./run bench [MODEL] [flags]", "speed: memory bandwidth, prefill and decode per weight type",
      "bench engine prefill log-forward output", 0, cmd_bench},
 };
@@ -402,7 +428,7 @@ static const Flag* find_flag(const std::vector<Flag>& rows, const Command& c, co
 static const char* GROUP_TITLE[][2] = {
     {"engine", "engine"}, {"sampling", "sampling (generation_config.json of the model first; flags win)"},
     {"generation", "generation"}, {"prefill", "prefill"}, {"prompt", "prompt and answer"}, {"trace", "tracing (with -vv)"},
-    {"report", "report files"}, {"graph", "graph"}, {"fwd", "fwd"}, {"encode", "encode"}, {"decode", "decode"},
+    {"report", "report files"}, {"graph", "graph"}, {"fwd", "fwd"}, {"ablate", "ablation"}, {"lens", "lens"}, {"encode", "encode"}, {"decode", "decode"},
     {"serve", "server"}, {"bench", "bench"}, {"log-sampling", "output"}, {"log-forward", "output"}, {"output", "output"},
 };
 

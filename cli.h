@@ -39,6 +39,11 @@ struct Options {
     int pos = 0, top = 5;
     bool all = false;
     std::string dump;
+    // lens
+    int lens_pos = -1;        // --pos N; -1: the last position
+    bool lens_all = false;    // --pos all
+    std::string target;       // --target TEXT
+    bool rank_heads = false;  // --rank-heads
     // encode, decode
     std::string file;
     bool pieces = false, timing = false, no_newline = false;
@@ -87,6 +92,7 @@ int cmd_chat(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_convert(int argc, char** argv);  // gguf_convert.cpp
+int cmd_lens(int argc, char** argv);     // lens_cmd.cpp
 
 // Helpers the subcommands share.
 std::string json_string(const std::string& s);  // a JSON string literal for any bytes

@@ -15,6 +15,7 @@
 #include "gguf/gguf_load.h"
 #include "gguf/quants.h"
 #include "cuda/net_cuda.h"
+#include "lens.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -56,6 +57,10 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
     if (parts & ENGINE_TOKENIZER) open_tokenizer(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);
+    if (!o.ablate.empty()) {  // switched-off heads and MLPs: a CPU layer's hooks (net.cpp:ablate_heads)
+        if (o.device != Device::CPU) fail("--ablate: ablation runs on the CPU only (--device cpu)");
+        e.net.ablate = ablation_from_specs(o.ablate, e.model.cfg);
+    }
     // A -vv filter that names no layer of this model would silently show nothing.
     for (int l : g_watch_filter.layers)
         if (l >= e.model.cfg.n_layers)

@@ -27,6 +27,7 @@ struct EngineOptions {
     bool force = false;                   // --force: --quant may re-quantize a quantized file (gguf_load.h)
     DType kv_type = DType::F32;           // --kv-type
     Device device = Device::CPU;          // --device (device.h); engine_load makes it g_device
+    std::vector<std::string> ablate;      // --ablate L.H or L.mlp (lens.h), into the Net's Ablation
 };
 // What a command needs loaded: fwd and bench run without a tokenizer; bench
 // makes its own KV caches.

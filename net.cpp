@@ -139,6 +139,22 @@ static void attention(Net& net, int layer, const SeqRows& s) {
     WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, kv_len);
 }
 
+// --ablate: zeros, written over what the head or the MLP computed. A head's
+// slice of att is what the output projection turns into that head's share of
+// the residual update (att Wo is a sum over heads), so zeroing it removes
+// exactly that share and leaves the other heads' untouched.
+void ablate_heads(const Net& net, int layer, float* att, int T) {
+    const Config& c = net.model->cfg;
+    for (const std::pair<int, int>& lh : net.ablate.heads)
+        if (lh.first == layer)
+            for (int t = 0; t < T; t++) std::memset(att + ((size_t)t * c.n_heads + lh.second) * c.head_dim, 0, c.head_dim * sizeof(float));
+}
+
+void ablate_mlp(const Net& net, int layer, float* mlp_out, int T) {
+    for (int l : net.ablate.mlps)
+        if (l == layer) std::memset(mlp_out, 0, (size_t)T * net.model->cfg.hidden * sizeof(float));
+}
+
 void decoder_layer(Net& net, int l, const Rows& rows) {
     const Config& c = net.model->cfg;
     const LayerWeights& L = net.model->layers[l];
@@ -177,6 +193,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     WATCH_TENSOR("attn.q_rope", l, pos, q, T, q_dim);
     WATCH_TENSOR("attn.k_rope", l, pos, k, T, kv_dim);
     for (const SeqRows& s : rows.seqs) attention(net, l, s);  // each sequence over its own keys
+    ablate_heads(net, l, net.att.data(), T);
     WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
     matmul(xn, net.att.data(), L.wo, nullptr, T, &net.kscratch);  // [T, hidden], reuses xn
     WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
@@ -196,6 +213,7 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
     WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
     matmul(xn, net.gate.data(), L.w_down, nullptr, T, &net.kscratch);  // [T, hidden]
+    ablate_mlp(net, l, xn, T);
     WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
     for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
     WATCH_TENSOR("resid", l, pos, x, T, H);
@@ -261,6 +279,8 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
+    if (g_device == Device::CUDA && (!net.ablate.heads.empty() || !net.ablate.mlps.empty()))
+        fail("--ablate: ablation runs on the CPU only (--device cpu)");
     if (g_device == Device::CUDA && c.arch->qk_norm) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
     if (g_device == Device::CUDA) {  // same pass on the GPU; the probes time the call as a whole
         PROBE_FORWARD_BEGIN(tokens, T, pos);

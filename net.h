@@ -1,6 +1,7 @@
 // net.h — the Qwen2 forward pass over a batch of T tokens.
 #pragma once
 #include <memory>
+#include <utility>
 #include <vector>
 #include "model.h"
 
@@ -23,8 +24,18 @@ struct KVCache {
     }
 };
 
+// Parts of the network switched off (--ablate, lens.h): a head's attention
+// output zeroed before the output projection, a layer's MLP output zeroed
+// before it joins the residual stream. Empty lists: the whole network, and
+// the layer does exactly what it does without this struct.
+struct Ablation {
+    std::vector<std::pair<int, int>> heads;  // (layer, head)
+    std::vector<int> mlps;                   // layers
+};
+
 struct Net {
     const Model* model = nullptr;
+    Ablation ablate;
     KVCache kv;
     int first_pos = 0;  // positions first_pos..n_past-1 are in the cache; a
     int n_past = 0;     // sequence may start past 0 (./run fwd TOKEN POS)
@@ -113,6 +124,13 @@ struct Rows {
 // sequence it belongs to; only attention runs per sequence, over its own
 // keys. The layer exercise (chapters/layer) swaps a student's in for it.
 void decoder_layer(Net& net, int layer, const Rows& rows);
+// The layer's two ablation points (net.ablate), part of decoder_layer's
+// contract so that a layer written elsewhere honours --ablate too:
+// ablate_heads on att [T, n_heads*head_dim] just before the output
+// projection, ablate_mlp on the MLP's output [T, hidden] just before the
+// residual add. With nothing ablated in `layer` they touch nothing.
+void ablate_heads(const Net& net, int layer, float* att, int T);
+void ablate_mlp(const Net& net, int layer, float* mlp_out, int T);
 
 // ---------------------------------------------------------------------------
 // Several sequences in one call (the server's continuous batching).

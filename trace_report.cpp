@@ -61,6 +61,7 @@ static void keep_attention(int layer, int pos0, const float* p, int rows, int co
 }
 
 static void on_tensor(const char* name, int layer, int pos0, const float* data, int rows, int cols) {
+    lens_capture_tensor(g_rec.lens, name, layer, pos0, data, rows, cols);  // keeps the stream's own tensors only
     if (!strcmp(name, "attn.scores")) {
         keep_attention(layer, pos0, data, rows, cols);
         return;  // its rms says little; the layer's entropy says more
@@ -126,6 +127,7 @@ void trace_set_model(const Model& m, const Tokenizer& tok) {
     a.n_heads = m.cfg.n_heads;
     a.cap = ATTENTION_CAP;
     a.cells.assign((size_t)a.n_layers * a.n_heads * a.cap * a.cap, 0);
+    lens_capture_init(g_rec.lens, m.cfg, std::min(LENS_CAP, m.cfg.max_pos));
 }
 
 void trace_set_prompt(const std::string& prompt, const SamplerParams& s) {

@@ -512,6 +512,12 @@ img.hm:hover { outline: 2px solid var(--prefill); }
 #fimg { image-rendering: pixelated; border: 1px solid #d6d2c8; }
 .graph svg { max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
 pre.dot { background: #fff; border: 1px solid var(--line); padding: 8px; max-height: 400px; overflow: auto; }
+table.lens th { font-size: 11px; font-weight: 500; color: var(--dim); padding: 1px 3px; white-space: nowrap; }
+table.lens td.lc { font-size: 11px; padding: 1px 3px; border: 1px solid #f0ede6; white-space: nowrap; cursor: pointer; background: rgba(47, 95, 153, calc(0.04 + 0.6 * var(--s))); }
+table.lens td.hit { font-weight: 700; } table.lens td.sel { outline: 2px solid var(--decode); }
+table.dla-t th { text-align: right; font-weight: 500; padding: 1px 8px; white-space: nowrap; } table.dla-t td { padding: 1px 0; }
+table.dla-t td.neg { text-align: right; width: 170px; } table.dla-t td.pos { width: 170px; }
+.lbar { display: inline-block; height: 11px; background: var(--prefill); } td.neg .lbar { background: var(--decode); }
 footer { margin-top: 30px; font-size: 12px; color: var(--dim); } #report-status.ok { color: #2f7a3a; } #report-status.bad { color: #b3261e; font-weight: 700; }
 )CSS";
 
@@ -560,9 +566,10 @@ static const char* JS_MAIN = R"JS(
   if (focus) document.getElementById('fclose').addEventListener('click', function () { focus.hidden = true; });
   var s = document.getElementById('report-status');
   if (s.className !== 'bad' && !window.lanternError) {
-    var cells = document.querySelectorAll('svg.batch rect.cell').length;
+    var cells = document.querySelectorAll('svg.batch rect.cell').length, lens = document.querySelectorAll('#lens td.lc').length;
     s.textContent = 'REPORT_OK: ' + document.querySelectorAll('img.hm').length + ' heatmaps, ' +
-                    document.querySelectorAll('.stream .tok').length + ' tokens' + (cells ? ', ' + cells + ' batch cells' : '');
+                    document.querySelectorAll('.stream .tok').length + ' tokens' + (cells ? ', ' + cells + ' batch cells' : '') +
+                    (lens ? ', ' + lens + ' lens cells, ' + document.querySelectorAll('#lens .dla').length + ' attributions' : '');
     s.className = 'ok';
   }
 })();
@@ -591,8 +598,9 @@ std::string report_html(const Recorder& r) {
         s += section_serve_run(r, reqs) + section_batch(r) + section_requests(r, reqs) + section_graph(r);
     } else {
         s += "<a href='#run'>run</a><a href='#time'>time</a><a href='#bound'>prefill vs decode</a><a href='#tokens'>tokens</a>"
-             "<a href='#layers'>layers</a><a href='#attention'>attention</a><a href='#graph'>graph</a></nav></header><main>";
-        s += section_run(r) + section_time(r) + section_bound(r) + section_tokens(r) + section_layers(r) + section_attention(r) + section_graph(r);
+             "<a href='#layers'>layers</a><a href='#attention'>attention</a><a href='#graph'>graph</a><a href='#lens'>lens</a></nav></header><main>";
+        s += section_run(r) + section_time(r) + section_bound(r) + section_tokens(r) + section_layers(r) + section_attention(r) + section_graph(r) +
+             report_lens_section(r);
     }
     s += "<footer>Written by Lantern's <code>--report</code>; self-contained, no network needed. Status: "
          "<span id='report-status'>REPORT_PENDING (the page's script did not run)</span></footer></main>"

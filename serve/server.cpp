@@ -311,6 +311,7 @@ int cmd_serve(int argc, char** argv) {
     Server e;
     e.opt = parse_command("serve", argc, argv);
     const Options& o = e.opt;
+    if (!o.engine.ablate.empty()) fail("--ablate: the server shares one network among its requests; ablate with ./run, chat, fwd or lens");
     // Ctrl-C and kill are taken by one thread with sigwait, not by a signal
     // handler: it can then lock and wake like any other thread. The mask is
     // set before any thread starts (OpenMP's too), so every thread inherits it.

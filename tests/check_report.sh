@@ -47,6 +47,24 @@ case "$status" in
 esac
 if echo "$status" | grep -qi uncaught; then echo "FAIL: uncaught JavaScript error"; exit 1; fi
 
+echo "== the logit-lens panel: one cell per depth and position, one attribution per position"
+# Depths: the embedding and each layer's output. Positions: every one that
+# went through the model (the last sampled token never does), at most 64.
+expect=$(/usr/bin/python3 - "$out/stderr.txt" <<'PY'
+import json, re, sys
+m = re.search(r"prompt (\d+) tokens, generated (\d+) tokens", open(sys.argv[1]).read())
+depths = json.load(open("models/tiny/config.json"))["num_hidden_layers"] + 1
+positions = min(64, int(m.group(1)) + int(m.group(2)) - 1)
+print("%d lens cells, %d attributions" % (depths * positions, positions))
+PY
+)
+echo "expected: $expect"
+case "$status" in
+    *"$expect"*) ;;
+    *) echo "FAIL: the page says '$status', not '$expect'"; exit 1 ;;
+esac
+grep -q "<section id='lens'>" "$out/report.html" || { echo "FAIL: no lens section in the page"; exit 1; }
+
 echo "== the check catches a planted JavaScript error"
 sed 's|</body>|<script>null.planted();</script></body>|' "$out/report.html" >"$out/planted.html"
 planted=$(page_status "$out/planted.html")

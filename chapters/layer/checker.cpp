@@ -273,5 +273,28 @@ int main(int argc, char** argv) {
                                                   "and each sequence's rows attend only to its own keys.");
     }
     batch.end();
+
+    // --ablate (net.h: Ablation): the layer's two hooks switch parts off,
+    // whoever wrote the layer. Heads of two layers and one MLP, off in both Nets.
+    Group ablate("--ablate: heads 1.0 and 2.3 and layer 3's MLP switched off (net.h: ablate_heads, ablate_mlp)");
+    {
+        Net r, s;
+        net_init(r, m, n_ctx);
+        net_init(s, m, n_ctx);
+        r.ablate.heads = s.ablate.heads = {{1, 0}, {2, 3}};
+        r.ablate.mlps = s.ablate.mlps = {3};
+        std::vector<int> tokens = tokenizer_encode(tok, "A head switched off is a row of zeros.");
+        ablate.start(fmt("the %d-token prompt", (int)tokens.size()));
+        const float* lr = forward_reference(r, tokens, 0);
+        std::vector<float> want(lr, lr + c.vocab);
+        const float* ls = forward_student(s, tokens, 0);
+        std::string d = compare(want, std::vector<float>(ls, ls + c.vocab), 1e-4);
+        if (!d.empty())
+            ablate.fail("the logits differ: " + d, g_groups_failed ? "fix the failures above first: they say which step."
+                                                                  : "call ablate_heads(net, layer, net.att.data(), T) just "
+                                                                    "before the output projection, and ablate_mlp(net, layer, "
+                                                                    "out, T) on the MLP's output before adding it to x.");
+    }
+    ablate.end();
     return finish("layer");
 }

@@ -23,10 +23,12 @@
 //         rows.seqs: its row s.row0 + t, query head i,     and values of positions s.kv.first.. in one run, rows
 //         over positions s.kv.first..s.pos+t                s.kv.row_bytes apart; then attention_head(out, nullptr,
 //                                                           q, keys, values, s.kv.row_bytes, s.kv.type, n, hd)
+//   ablate_heads(net, layer, net.att.data(), T)         --ablate's switched-off heads become zeros (net.h)
 //   x = x + att Wo        (att: net.att [T, n_heads*hd]; Wo has no bias)
 //   h = rmsnorm(x) with L.ffn_norm
 //   gate = h W_gate, up = h W_up, gate = silu(gate) * up    swiglu(gate, up, n); net.gate and net.up [T, intermediate]
-//   x = x + gate W_down
+//   out = gate W_down, ablate_mlp(net, layer, out, T)    --ablate's switched-off MLP: zeros
+//   x = x + out
 //
 // All the kernels are in kernels.h, the cache view and the rows in net.h.
 // Grouped-query attention: query head i reads KV head kvh = i / (n_heads /
