@@ -18,6 +18,8 @@
   rope       RoPE as rotating pairs: three pairs of a 64-wide head, theta 10^6, positions 0..8.
   gqa        grouped-query attention of Qwen2.5-0.5B: 14 query heads share 2 KV heads.
   kvcache    the KV cache growing over a generation: a 5-token prompt, then 4 decode steps.
+  lens       the logit lens of trained/kjv on the first verse at every depth and position, and
+             the direct logit attribution of its last prediction (`./run lens --pos all --json`).
   batch      the batch of a serving run, step by step and slot by slot, from a saved
              `./run serve --trace-json` (book/img/data/serve-trace-kjv.json; --trace FILE
              draws another): four overlapping streams, tests/server/batching.py trace.
@@ -606,6 +608,75 @@ FIGURES = {
 
 def file_of(name):
     return "report.png" if name == "report" else "fig-%s.svg" % name
+
+
+# ----------------------------------------------------------------------------- lens
+
+LENS_PROMPT = "In the beginning God created the heaven and the"
+
+
+def y0_bars(D, ch):
+    """Where the lens figure's legend ends: below the D rows of cells."""
+    return 40 + 16 + D * ch + 33
+
+
+def fig_lens(out, summary=False):
+    """The logit lens of trained/kjv on LENS_PROMPT at every depth and position (./run lens --pos all),
+    and the direct logit attribution of the last position's prediction."""
+    j = json.loads(run(["./run", "lens", MODEL, LENS_PROMPT, "--raw", "--pos", "all", "--top", "1", "--json", "-q"]))
+    cols = j["positions"]
+    D, T = len(cols[0]["lens"]), len(cols)
+    toks = [c["text"] for c in cols]
+    last = cols[-1]
+    a = last["attribution"]
+    terms = [("embedding", a["embed"])]
+    for l, lay in enumerate(a["layers"]):
+        terms += [("layer %d attention" % l, lay["attn"]), ("layer %d MLP" % l, lay["mlp"])]
+    if summary:
+        print("prompt: %s (%s, --raw)" % (LENS_PROMPT, MODEL))
+        for d in range(D):
+            print("  %-8s %s" % (cols[0]["lens"][d]["name"], "  ".join("%s %.2f" % (shown(c["lens"][d]["top"][0]["text"]), c["lens"][d]["top"][0]["prob"]) for c in cols)))
+        print("attribution of %s: %s = %.4f" % (shown(last["target"]["text"]), ", ".join("%s %+.3f" % t for t in terms), a["total"]))
+        return
+    cw, ch, lab = 74, 26, 70
+    bar_x, bar_w = lab + T * cw + 170, 160
+    W = bar_x + 2 * bar_w + 70
+    Hh = max(y0_bars(D, ch) + 70, 66 + len(terms) * 20 + 40)
+    svg = Svg(W, Hh, "The logit lens and direct logit attribution of the default model",
+              "make figures (tools/figures.py lens: ./run lens %s ... --pos all --json)" % MODEL)
+    svg.text(8, 18, "What each depth would predict after \u201c%s\u201d (%s)" % (LENS_PROMPT, MODEL), size=13, weight="bold")
+    y0 = 40
+    for t in range(T):
+        svg.text(lab + t * cw + cw / 2, y0 + 8, shown(toks[t]), size=11, anchor="middle", mono=True, fill="#555")
+    for d in range(D):
+        y = y0 + 16 + d * ch
+        svg.text(lab - 6, y + ch * 0.65, cols[0]["lens"][d]["name"], size=11, anchor="end")
+        for t, c in enumerate(cols):
+            top = c["lens"][d]["top"][0]
+            hit = t + 1 < T and top["id"] == j["prompt_ids"][t + 1] or t + 1 == T and top["id"] == c["target"]["id"]
+            svg.rect(lab + t * cw, y, cw - 2, ch - 2, heat(top["prob"]), stroke="#c33" if hit else "none",
+                     extra=" stroke-width='2'" if hit else "")
+            svg.text(lab + t * cw + cw / 2, y + ch * 0.65, shown(top["text"])[:9], size=10, anchor="middle", mono=True,
+                     fill="#fff" if top["prob"] > 0.45 else "#222")
+    yb = y0 + 16 + D * ch + 18
+    svg.text(8, yb, "cell: the top token of the residual stream read through the final norm and the LM head; colour: its "
+             "probability (square-root scale)", size=11, fill="#555")
+    svg.text(8, yb + 15, "red frame: the token that comes next in the verse (the last column: the model's own top, %s)"
+             % shown(last["target"]["text"]), size=11, fill="#555")
+    svg.text(bar_x - 150, 40, "the logit of %s, %.3f, term by term" % (shown(last["target"]["text"]), last["target"]["logit"]),
+             size=12, weight="bold")
+    scale = max(abs(v) for _, v in terms) or 1
+    for i, (name, v) in enumerate(terms):
+        y = y0 + 14 + i * 20
+        svg.text(bar_x - 8, y + 12, name, size=11, anchor="end")
+        w = bar_w * abs(v) / scale
+        svg.rect(bar_x + bar_w - (w if v < 0 else 0), y + 2, w, 13, "#3d72b4" if v < 0 else "#d9822b")
+        svg.text(bar_x + 2 * bar_w + 6, y + 12, "%+.3f" % v, size=11, mono=True)
+    svg.line(bar_x + bar_w, y0 + 10, bar_x + bar_w, y0 + 18 + len(terms) * 20, "#888")
+    svg.save(os.path.join(out, "fig-lens.svg"))
+
+
+FIGURES["lens"] = fig_lens
 
 
 def main():
