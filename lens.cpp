@@ -63,7 +63,12 @@ static void on_tensor(const char* name, int layer, int pos0, const float* data, 
 }
 static const ProbeListener LISTENER = {nullptr, nullptr, nullptr, on_tensor};
 
-const float* lens_forward(Net& net, LensCapture& cap, const std::vector<int>& tokens) {
+// Watched, attention keeps its weights ([heads, T, positions]: logging.h),
+// so a long prompt goes through in chunks, as a prefill does (generate.h:
+// PREFILL_CHUNK); a row's logits are the same bits in any chunk.
+static const int LENS_CHUNK = 256;
+
+std::vector<float> lens_forward(Net& net, LensCapture& cap, const std::vector<int>& tokens) {
     if (tokens.empty()) fail("lens: no tokens to run");
     lens_capture_init(cap, net.model->cfg, (int)tokens.size());
     // Watching only copies what the layer computed; the logits are the same
@@ -83,7 +88,14 @@ const float* lens_forward(Net& net, LensCapture& cap, const std::vector<int>& to
     g_watch_tensors = true;
     g_probe_listener = &LISTENER;
     net_reset(net);
-    return forward(net, tokens.data(), (int)tokens.size(), 0, true);
+    int T = (int)tokens.size(), V = net.model->cfg.vocab;
+    std::vector<float> logits((size_t)T * V);
+    for (int t0 = 0; t0 < T; t0 += LENS_CHUNK) {
+        int n = std::min(LENS_CHUNK, T - t0);
+        const float* lg = forward(net, tokens.data() + t0, n, t0, true);
+        std::copy(lg, lg + (size_t)n * V, logits.begin() + (size_t)t0 * V);
+    }
+    return logits;
 }
 
 // ---------------------------------------------------------------------------

@@ -39,8 +39,8 @@ void lens_capture_init(LensCapture& cap, const Config& c, int positions);
 // attn.o_proj, mlp.down and resid are kept; rows past the cap are dropped.
 void lens_capture_tensor(LensCapture& cap, const char* name, int layer, int pos0, const float* data, int rows, int cols);
 // Runs tokens[0..T) from position 0 on a fresh cache with the capture
-// listening; returns the logits of every position [T, vocab] (the Net's).
-const float* lens_forward(Net& net, LensCapture& cap, const std::vector<int>& tokens);
+// listening; returns the logits of every position, [T, vocab].
+std::vector<float> lens_forward(Net& net, LensCapture& cap, const std::vector<int>& tokens);
 
 // ---------------------------------------------------------------------------
 // The logit lens at one depth: each captured position's residual stream

@@ -48,8 +48,7 @@ int cmd_lens(int argc, char** argv) {
     int fixed_target = o.target.empty() ? -1 : target_token(e.tok, o.target);
 
     LensCapture cap;
-    const float* lg = lens_forward(e.net, cap, ids);
-    std::vector<float> logits(lg, lg + (size_t)T * V);  // the model's own, every position
+    std::vector<float> logits = lens_forward(e.net, cap, ids);  // the model's own, every position
     int first = o.lens_all ? 0 : o.lens_pos < 0 ? T - 1 : o.lens_pos, last = o.lens_all ? T - 1 : first;
     std::vector<int> positions;
     for (int p = first; p <= last; p++) positions.push_back(p);

@@ -21,10 +21,10 @@ static std::string lens_gguf(const std::string& model, const std::string& type) 
     return out;
 }
 
-static void load(Engine& e, const std::string& path, KernelSet kernels = KernelSet::Fast) {
+static void load(Engine& e, const std::string& path, KernelSet kernels = KernelSet::Fast, int ctx = 64) {
     EngineOptions o;
     o.model = path;
-    o.ctx = 64;
+    o.ctx = ctx;
     o.kernels = kernels;
     engine_load(e, o, ENGINE_MODEL | ENGINE_NET);
 }
@@ -54,9 +54,9 @@ TEST_CASE("lens: at the last depth the lens is the model's logits, bit for bit")
             const Config& c = e.model.cfg;
             std::vector<float> want = plain_logits(e.net, TOKENS);  // nobody watching
             LensCapture cap;
-            const float* lg = lens_forward(e.net, cap, TOKENS);
+            std::vector<float> lg = lens_forward(e.net, cap, TOKENS);
             size_t n = TOKENS.size() * (size_t)c.vocab;
-            CHECK(std::memcmp(lg, want.data(), n * sizeof(float)) == 0);  // watching changes nothing
+            CHECK(lg == want);  // watching changes nothing
             REQUIRE(cap.n_pos == (int)TOKENS.size());
             std::vector<float> got(n), early(n);
             lens_layer(e.model, cap, c.n_layers, got.data());
@@ -69,6 +69,20 @@ TEST_CASE("lens: at the last depth the lens is the model's logits, bit for bit")
             CHECK(r.target_rank == 1);
             CHECK(r.top_prob[0] >= r.top_prob[1]);
         }
+}
+
+TEST_CASE("lens: a prompt longer than a chunk is captured whole, with the logits of one forward call") {
+    Engine e;
+    load(e, "models/tiny-f32", KernelSet::Fast, 320);
+    std::vector<int> toks;
+    for (int i = 0; i < 300; i++) toks.push_back(5 + (i * 37) % 4000);
+    std::vector<float> want = plain_logits(e.net, toks);  // all 300 in one call
+    LensCapture cap;
+    CHECK(lens_forward(e.net, cap, toks) == want);
+    CHECK(cap.n_pos == 300);
+    std::vector<float> got(want.size());
+    lens_layer(e.model, cap, e.model.cfg.n_layers, got.data());
+    CHECK(got == want);
 }
 
 TEST_CASE("lens: depth 0 is the embedding row through the final norm and the LM head") {
@@ -95,9 +109,9 @@ TEST_CASE("attribution: the terms add up to the logit, the heads to their layer'
         load(e, path);
         const Config& c = e.model.cfg;
         LensCapture cap;
-        const float* lg = lens_forward(e.net, cap, TOKENS);
+        std::vector<float> lg = lens_forward(e.net, cap, TOKENS);
         for (int p = 0; p < (int)TOKENS.size(); p++) {
-            const float* row = lg + (size_t)p * c.vocab;
+            const float* row = &lg[(size_t)p * c.vocab];
             for (int v : {sample_argmax(row, c.vocab), 17}) {
                 Attribution a = attribute(e.model, cap, p, v);
                 INFO("position " << p << ", token " << v << ": sum " << a.total << ", logit " << row[v]);
@@ -149,7 +163,7 @@ TEST_CASE("ablation: nothing ablated is the same bits; a head or an MLP changes 
         e.net.ablate = ablation_from_specs({}, c);  // back to the whole network: today's bits
         CHECK(plain_logits(e.net, TOKENS) == base);
         LensCapture again;
-        CHECK(std::memcmp(lens_forward(e.net, again, TOKENS), base.data(), base.size() * sizeof(float)) == 0);
+        CHECK(lens_forward(e.net, again, TOKENS) == base);
     }
 }
 

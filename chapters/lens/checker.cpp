@@ -128,8 +128,7 @@ int main(int argc, char** argv) {
         net_init(net, m, 64);
         LensCapture cap;
         std::vector<int> tokens = tokenizer_encode(tok, "What would the model say if it stopped here?");
-        const float* lg = lens_forward(net, cap, tokens);
-        std::vector<float> logits(lg, lg + tokens.size() * (size_t)m.cfg.vocab);
+        std::vector<float> logits = lens_forward(net, cap, tokens);
         for (int d = 0; d <= m.cfg.n_layers; d++)
             run_case(tiny, m, cap, d, d == 0 ? "depth 0: the embedding" : fmt("depth %d: after layer %d", d, d - 1));
         tiny.end();
