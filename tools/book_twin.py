@@ -37,7 +37,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_check import FENCE, LINK, parse, inline_code   # noqa: E402  (one parser for the book)
+from book_check import LINK, parse, inline_code   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
@@ -179,6 +179,15 @@ def compare(en, zh):
         out.append("%s:1: the exercises linked differ from %s's: %s%s" % (
             Z, E, ("missing " + ", ".join(sorted(a - b)) + " ") if a - b else "",
             ("extra " + ", ".join(sorted(b - a))) if b - a else ""))
+    if not os.path.relpath(zh, ROOT).startswith("book"):   # book_check.py checks the chapters' links
+        with open(zh, encoding="utf-8") as f:
+            _, prose = parse(f.read())
+        for n, line in prose:
+            for m in LINK.finditer(line):
+                target = (m.group(1) or m.group(2)).split("#", 1)[0]
+                if target and not re.match(r"^[a-z]+:", target) and \
+                        not os.path.exists(os.path.join(os.path.dirname(zh), target)):
+                    out.append("%s:%d: link to %s: no such file" % (Z, n, target))
     out += check_terms(zh)
     return out
 
