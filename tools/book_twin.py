@@ -245,7 +245,8 @@ def glossary_body(rows, zh, book_dir):
         for r in group:
             links = ", ".join("[%s](%s)" % (c, chapter_file.get(c, "%s.md" % c)) for c in r["chapters"])
             if zh:
-                name = r["zh"] if r["zh"].lower() == r["term"].lower() else "%s（%s）" % (r["zh"], r["term"])
+                same = r["term"].lower().startswith(r["zh"].lower())    # softmax, bfloat16 (BF16): kept in English
+                name = r["term"] if same else "%s（%s）" % (r["zh"], r["term"])
                 lines += ["**%s** — %s %s" % (name, r["definition_zh"], links), ""]
             else:
                 lines += ["**%s** — %s %s" % (r["term"], r["definition"], links), ""]
