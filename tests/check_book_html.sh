@@ -2,7 +2,8 @@
 # tier: all (tests/run_all.sh: make test-all only, too long for make test)
 # tests/check_book_html.sh — the HTML book (make book) in a real browser.
 #
-# Renders book/*.md and the exercise pages into build/book_html_check, then:
+# Renders book/*.md, their Chinese twins book/zh/*.md and the exercise pages
+# (tools/book_render.py) into build/book_html_check, then, for both languages:
 #   1. every relative link and image of every page points at a file that
 #      exists, and a link with #anchor at an id that exists in its page;
 #   2. every page, opened in headless Chromium from disk at 1280 and at 400
@@ -14,7 +15,10 @@
 #      page shows TeX source ($$, \frac, \sum, \text{) as text;
 #   5. a block wider than its box (code, a table, a formula) scrolls sideways
 #      inside it (overflow-x auto or scroll) instead of being cut off, and
-#      chapter 6's softmax example, at 400 pixels, is such a block.
+#      chapter 6's softmax example, at 400 pixels, is such a block;
+#   6. the Chinese pages (tests/book_browser_zh.py, over the DevTools protocol):
+#      their text is drawn with Noto CJK, the language switch lands on the same
+#      section of the twin, and the search finds 注意力 in Chinese sections.
 # First a self-test: a planted page with one broken link, one broken image,
 # one script error, one too-wide element, one cut-off block and one formula
 # left as TeX must be rejected for each.
@@ -167,14 +171,14 @@ link_check "$out" || failed=1
 
 echo "== every page in headless Chromium, 1280 and 400 px wide"
 n=0
-for page in "$out"/*.html "$out"/exercises/*.html; do
+for page in "$out"/*.html "$out"/exercises/*.html "$out"/zh/*.html "$out"/zh/exercises/*.html; do
     for width in 1280 400; do
         verdict=$(browser_check "$page" "$width")
         n=$((n + 1))
         info=${verdict##*| info }
         verdict=${verdict% | info*}
         if [ "$verdict" != PROBE_OK ]; then echo "FAIL  ${page#"$out"/} at $width px: ${verdict#PROBE_FAIL }"; failed=1; fi
-        case "${page##*/} $width" in
+        case "${page#"$out"/} $width" in
             "04-kernels.html 1280")
                 m=$(sed -n 's/^math \([0-9]*\).*/\1/p' <<<"$info")
                 if [ "${m:-0}" -ge 5 ]; then echo "ok    04-kernels.html: $m formulas drawn as MathML <math> elements"
@@ -192,6 +196,13 @@ echo "== the search index"
 if grep -q '"title": "The KV cache"' "$out/search-index.js" && grep -q "window.BOOK_INDEX" "$out/search-index.js"; then
     echo "ok    search-index.js has the section \"The KV cache\""
 else echo "FAIL  search-index.js lacks the section \"The KV cache\""; failed=1; fi
+
+if grep -q '"title": "键值缓存"' "$out/zh/search-index.js" && grep -q "window.BOOK_INDEX" "$out/zh/search-index.js"; then
+    echo "ok    zh/search-index.js has the section \"键值缓存\""
+else echo "FAIL  zh/search-index.js lacks the section \"键值缓存\""; failed=1; fi
+
+echo "== the Chinese pages in Chromium: font, language switch, search"
+/usr/bin/python3 tests/book_browser_zh.py "$out" || failed=1
 
 [ $failed = 0 ] && echo "ok: the HTML book loads cleanly" || echo "FAILED: see above"
 exit $failed

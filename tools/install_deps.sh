@@ -41,7 +41,7 @@ fi
 APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev libedit-dev curl
 ca-certificates"
 [ "$layer" = run ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
-libopenblas0-serial bible-kjv pandoc chromium tmux"
+libopenblas0-serial bible-kjv pandoc chromium fonts-noto-cjk tmux"
 [ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
 qemu-user-static"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
