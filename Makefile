@@ -216,7 +216,7 @@ clean:
 # code of a function an exercise asks for.
 .PHONY: book book-check
 book:
-	@/usr/bin/python3 tools/book_check.py --render $(BUILD)/book$(if $(STUDENT),-student --student)
+	@/usr/bin/python3 tools/book_render.py $(BUILD)/book$(if $(STUDENT),-student --student)
 
 book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py

@@ -21,7 +21,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import book_check  # noqa: E402  (its student_edition and exercise table)
+import book_render  # noqa: E402  (its student_edition and exercise table)
 
 LEFT_OUT = ("chapters/answers.md", "tests/")
 # Helpers that hold an exercise's answer although the table does not name them: q4's two
@@ -127,13 +127,13 @@ def main():
                  "`make exercise` compares your function with the one inside them.\n" % os.uname().machine)
 
     # The book's pages, as the student edition renders them.
-    hidden = book_check.exercise_functions()
+    hidden = book_render.exercise_functions()
     for d in ("book", "chapters"):
         for f in sorted(os.listdir(os.path.join(out, d))):
             if f.endswith(".md"):
                 p = os.path.join(out, d, f)
                 text = open(p, encoding="utf-8").read()
-                new = book_check.student_edition(text, hidden)
+                new = book_render.student_edition(text, hidden)
                 if new != text:
                     with open(p, "w", encoding="utf-8") as fh:
                         fh.write(new)

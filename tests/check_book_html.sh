@@ -24,7 +24,7 @@ command -v chromium >/dev/null || { echo "chromium is not installed (make deps)"
 command -v pandoc >/dev/null || { echo "pandoc is not installed (make deps)"; exit 1; }
 out=build/book_html_check
 rm -rf "$out"
-/usr/bin/python3 tools/book_check.py --render "$out" || exit 1
+/usr/bin/python3 tools/book_render.py "$out" || exit 1
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 

@@ -25,7 +25,7 @@ Conventions an author writes in (see book/01-how-to-read.md):
   Every other fenced block (no info string, or only a language) is an error: a reader must be
   able to tell what a block is, and a checker what to do with it.
   Formulas are TeX math, not blocks: $...$ inline, $$...$$ on lines of their own. The static
-  checks read them as prose (nothing in them runs); --render makes them MathML.
+  checks read them as prose (nothing in them runs); tools/book_render.py makes them MathML.
 
 Static checks (no command runs for these):
   * code references  `file.cpp:function`, `file.h:symbol`, `tools/x.py:function`: the file
@@ -69,7 +69,6 @@ Usage:
   /usr/bin/python3 tools/book_check.py --no-run         static checks only
   /usr/bin/python3 tools/book_check.py --chapter book/03-loading.md [--chapter ...]
   /usr/bin/python3 tools/book_check.py --list           print every command the book runs
-  /usr/bin/python3 tools/book_check.py --render build/book    HTML with pandoc (make book)
   /usr/bin/python3 tools/book_check.py --book-dir DIR   check another folder of chapters
   /usr/bin/python3 tools/book_check.py --list-allowed   the other programs' names prose may use
 Exit status: 0 when nothing is wrong, 1 otherwise. Every problem is reported as
@@ -78,11 +77,9 @@ Exit status: 0 when nothing is wrong, 1 otherwise. Every problem is reported as
 import argparse
 import difflib
 import glob
-import html
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -595,7 +592,7 @@ def check_name(raw, src, rep, where, local):
 
 
 # Claims about the code that a cheap look at the tree can check.
-ENGINE_SIZE = re.compile(r"\babout ([\d,]+) lines of C\+\+")
+ENGINE_SIZE = re.compile(r"\babout ([\d,]+) lines of C\+\+|约 ?([\d,]+) 行 C\+\+")
 BLOCK_POINTER = re.compile(r"\bthe (sh try|try|output-of|output|quote-of|quoted) blocks? (above|below)\b")
 
 
@@ -612,7 +609,7 @@ def engine_cpp_lines(src):
 def check_claims(line, src, rep, where):
     """"about N lines of C++": within a tenth of what wc -l counts over the engine."""
     for m in ENGINE_SIZE.finditer(line):
-        said, got = int(m.group(1).replace(",", "")), engine_cpp_lines(src)
+        said, got = int((m.group(1) or m.group(2)).replace(",", "")), engine_cpp_lines(src)
         if abs(said - got) > got / 10:
             rep.error(where, "\"%s\": the engine's .cpp, .h and .cu files hold %d lines" % (m.group(0), got))
 
@@ -679,6 +676,21 @@ def check_links(text, chapter, rep, where, known_chapters):
             rep.error(where, "link to %s: no such file (%s)" % (target, os.path.relpath(full, ROOT)))
 
 
+# What each command printed when an English chapter ran it. A Chinese chapter's blocks are its
+# English twin's byte for byte (tools/book_twin.py checks that), so when the whole book is
+# checked its commands are not run a second time: their outputs are compared with this run's.
+# A Chinese chapter checked alone (--chapter book/zh/...) runs its commands itself.
+RAN = {}
+
+
+def run_once(cmd, timeout, env, pipefail, reuse):
+    if reuse and (cmd, pipefail) in RAN:
+        return RAN[(cmd, pipefail)]
+    r = run_shell(cmd, timeout, env, pipefail)
+    RAN.setdefault((cmd, pipefail), r)
+    return r
+
+
 def run_shell(cmd, timeout, env, pipefail=True):
     t0 = time.time()
     try:
@@ -709,7 +721,7 @@ def shown_path(path):
     return path if rel.startswith("..") else rel
 
 
-def check_chapter(path, src, rep, args, env, stats, known_chapters):
+def check_chapter(path, src, rep, args, env, stats, known_chapters, reuse=False):
     rel = shown_path(path)
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -746,7 +758,7 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
                 continue
             # No pipefail here: `./run ... 2>&1 | grep error` shows an error message on purpose;
             # a wrong output is caught by the comparison anyway.
-            rc, out, err, dt = run_shell(cmd, args.timeout, env, pipefail=False)
+            rc, out, err, dt = run_once(cmd, args.timeout, env, False, reuse)
             stats["outputs"] += 1
             if rc is None:
                 rep.error(where, "output-of block: `%s` did not finish within %d s" % (cmd, args.timeout))
@@ -789,7 +801,7 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
             if skip:
                 rep.warn(cw, skip)
                 continue
-            rc, out, err, dt = run_shell(c, args.timeout, env)
+            rc, out, err, dt = run_once(c, args.timeout, env, True, reuse)
             stats["commands"] += 1
             if rc is None:
                 rep.error(cw, "sh try block (line %d): `%s` did not finish within %d s" % (b.line, c, args.timeout))
@@ -801,386 +813,10 @@ def check_chapter(path, src, rep, args, env, stats, known_chapters):
                 print("ok    %s: `%s` (%.1f s)" % (cw, c, dt))
 
 
-# ----------------------------------------------------------------------------- HTML
-
-LUA_FILTER = r"""
-local CODE_PATHS = __PATHS__
-local ROOT = "__ROOT__"
--- `file.cpp:function` becomes a link to the file (relative to the repository root, ROOT).
-local code_ref = "^([%w_./-]+%.%a+):([%a_~][%w_:.~]*)$"
-local code_ext = { cpp=1, h=1, hpp=1, c=1, cu=1, cuh=1, py=1, sh=1, js=1, lua=1 }
-local placeholder = { file=1, name=1, x=1, foo=1 }
-function Code(el)
-  local file, ident = el.text:match(code_ref)
-  if file then
-    local ext = file:match("%.(%a+)$")
-    local stem = file:match("([^/]-)%.[^/]*$")
-    if code_ext[ext] and not placeholder[stem] then
-      return pandoc.Link({el}, ROOT .. (CODE_PATHS[file] or file))
-    end
-  end
-  return el
-end
--- A paragraph that is one display formula goes in a box of its own, which scrolls sideways
--- when the formula is wider than the column (book.css: div.math-display).
-function Para(el)
-  if #el.content == 1 and el.content[1].t == "Math" and el.content[1].mathtype == "DisplayMath" then
-    return pandoc.Div({el}, {class = "math-display"})
-  end
-  return el
-end
-"""
-
-CSS = """*{box-sizing:border-box}
-html{scroll-padding-top:3.5em}
-body{margin:0;font:17px/1.55 Georgia,serif;color:#222;background:#fff;overflow-wrap:break-word}
-main{max-width:48em;margin:0 auto;padding:1em 1.2em 3em}
-code,pre{font:14px/1.4 ui-monospace,Menlo,Consolas,monospace}
-pre,pre code,pre>code.sourceCode{white-space:pre!important;overflow-wrap:normal;word-break:normal}
-pre{background:#f6f6f2;padding:.7em 1em;overflow-x:auto;border-left:3px solid #d9c98a;max-width:100%}
-div.sourceCode{overflow-x:auto;max-width:100%}
-pre.try{border-left-color:#6a9f5c} pre.quote{border-left-color:#5c7f9f} pre.illustrative{border-left-color:#bbb}
-pre.diagram{background:#fbfbf8;border-left-color:#e4dcc0}
-div.cmd{font:13px/1.4 ui-monospace,monospace;color:#666;margin-top:1em;white-space:pre-wrap;overflow-wrap:anywhere}
-div.cmd a{color:#5c7f9f}
-a{color:#8a5a00} code{overflow-wrap:anywhere} pre code{overflow-wrap:normal}
-img{max-width:100%;height:auto}
-figure{margin:1.5em 0} figcaption{font-size:14px;color:#555}
-table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%} td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}
-div.math-display{overflow-x:auto;overflow-y:hidden;max-width:100%;margin:1em 0}
-div.math-display p{margin:.3em 0} math{font-size:1.08em}
-blockquote{margin:1em 0;padding:.5em 1em;background:#f3f6f9;border-left:3px solid #5c7f9f}
-blockquote p{margin:.4em 0}
-header.top{position:sticky;top:0;z-index:10;background:#2b2b2b;color:#eee;font:15px/1.4 system-ui,sans-serif;
-  display:flex;flex-wrap:wrap;align-items:center;gap:.4em 1em;padding:.45em 1em}
-header.top a{color:#f0d890;text-decoration:none} header.top a.book{font-weight:bold;color:#fff}
-header.top .search{margin-left:auto;position:relative}
-header.top input{font:14px system-ui,sans-serif;padding:.25em .5em;width:14em;max-width:60vw;border-radius:3px;border:1px solid #888}
-#search-results{position:absolute;right:0;top:2.2em;width:26em;max-width:92vw;max-height:70vh;overflow-y:auto;background:#fff;
-  color:#222;border:1px solid #aaa;box-shadow:0 4px 12px rgba(0,0,0,.2);display:none;font-size:14px}
-#search-results a{display:block;padding:.4em .7em;color:#222;border-bottom:1px solid #eee}
-#search-results a:hover,#search-results a.sel{background:#f6f0dc}
-#search-results small{display:block;color:#666}
-nav#TOC{font:14px/1.45 system-ui,sans-serif;background:#f8f7f2;border:1px solid #e6e0cc;padding:.6em 1em;margin:1em 0}
-nav#TOC::before{content:"In this chapter";font-weight:bold;display:block;margin-bottom:.3em}
-nav#TOC ul{margin:0;padding-left:1.2em} nav#TOC a{text-decoration:none}
-@media (min-width:1400px){nav#TOC{position:fixed;left:1em;top:4em;width:16em;max-height:calc(100vh - 5em);overflow-y:auto;margin:0}}
-nav.pager{margin:2em 0;padding-top:1em;border-top:1px solid #ddd;font:15px system-ui,sans-serif}
-"""
-
-# The search: one small index of every section (title, words), searched in the page.
-SEARCH_JS = r"""(function () {
-  var box = document.getElementById("search"), out = document.getElementById("search-results");
-  if (!box || !out || !window.BOOK_INDEX) return;
-  var root = document.body.getAttribute("data-root") || "";
-  function esc(s) { return s.replace(/[&<>"]/g, function (c) { return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]; }); }
-  function run() {
-    var words = box.value.toLowerCase().split(/\s+/).filter(function (w) { return w.length > 1; });
-    if (!words.length) { out.style.display = "none"; return; }
-    var hits = [];
-    window.BOOK_INDEX.forEach(function (e) {
-      var t = e.text.toLowerCase(), h = e.title.toLowerCase(), score = 0;
-      for (var i = 0; i < words.length; i++) {
-        var k = t.indexOf(words[i]);
-        if (k < 0 && h.indexOf(words[i]) < 0) return;
-        score += (h.indexOf(words[i]) >= 0 ? 10 : 0) + (k >= 0 ? 1 : 0);
-      }
-      hits.push([score, e]);
-    });
-    hits.sort(function (a, b) { return b[0] - a[0]; });
-    out.innerHTML = hits.slice(0, 30).map(function (x) {
-      var e = x[1], t = e.text, k = Math.max(0, t.toLowerCase().indexOf(words[0]) - 40);
-      return '<a href="' + root + e.url + '">' + esc(e.page) + " &middot; " + esc(e.title) +
-             "<small>" + esc((k > 0 ? "\u2026" : "") + t.substr(k, 120)) + "\u2026</small></a>";
-    }).join("") || '<a>nothing found</a>';
-    out.style.display = "block";
-  }
-  box.addEventListener("input", run);
-  box.addEventListener("focus", run);
-  box.addEventListener("keydown", function (ev) {
-    if (ev.key === "Escape") { out.style.display = "none"; box.blur(); }
-    if (ev.key === "Enter") { var a = out.querySelector("a[href]"); if (a) window.location.href = a.href; }
-  });
-  document.addEventListener("click", function (ev) { if (ev.target !== box && !out.contains(ev.target)) out.style.display = "none"; });
-  document.addEventListener("keydown", function (ev) {
-    if (ev.key === "/" && document.activeElement !== box) { ev.preventDefault(); box.focus(); }
-  });
-})();
-"""
-
-
-def _rel(from_dir, target):
-    return os.path.relpath(target, from_dir).replace(os.sep, "/")
-
-
-def rewrite_links(text, src_dir, out_page, out, book_dir):
-    """Markdown links and images of one page, for the HTML in OUT: chapters -> .html, exercise
-    READMEs -> exercises/NAME.html, images copied next to the pages, anything else in the
-    repository -> a relative link to the file itself."""
-    page_dir = os.path.dirname(out_page)
-
-    def target_of(path):
-        full = os.path.normpath(os.path.join(src_dir, path))
-        rel = os.path.relpath(full, ROOT).replace(os.sep, "/")
-        if rel.startswith("book/") and rel.endswith(".md") and "/" not in rel[5:]:
-            return os.path.join(out, rel[5:-3] + ".html")
-        m = re.fullmatch(r"chapters/(?:([\w-]+)/)?README\.md", rel)
-        if m:
-            return os.path.join(out, "exercises", (m.group(1) or "index") + ".html")
-        m = re.fullmatch(r"chapters/([\w-]+)\.md", rel)
-        if m:
-            return os.path.join(out, "exercises", m.group(1) + ".html")
-        if rel.startswith("book/img/"):
-            return os.path.join(out, "img", rel[len("book/img/"):])
-        if re.search(r"\.(svg|png|jpg|gif)$", rel) and os.path.isfile(full):
-            dest = os.path.join(out, "img", "repo", rel.replace("/", "_"))
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            shutil.copyfile(full, dest)
-            return dest
-        return full
-
-    def fix(m):
-        label, target = m.group(1), m.group(2)
-        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
-            return m.group(0)
-        path, _, frag = target.partition("#")
-        if not path:
-            return m.group(0)
-        new = _rel(page_dir, target_of(path)) + ("#" + frag if frag else "")
-        return "%s(%s)" % (label, new)
-
-    lines, in_fence = [], None
-    for line in text.split("\n"):
-        fm = FENCE.match(line)
-        if fm:
-            if in_fence is None:
-                in_fence = fm.group(2)[0]
-            elif fm.group(2)[0] == in_fence and not fm.group(3):
-                in_fence = None
-        elif in_fence is None:
-            line = re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, line)
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def mark_blocks(text, code_href):
-    """Fence info strings become classes pandoc understands; checked and illustrative blocks
-    get a caption line saying what they are."""
-    lines = []
-    for line in text.split("\n"):
-        m = FENCE.match(line)
-        if m and m.group(3):
-            kind, arg = kind_of(m.group(3))
-            lang = m.group(3).split()[0]
-            cap = None
-            if kind == "try":
-                line = m.group(1) + m.group(2) + " {.sh .try}"
-            elif kind == "output":
-                cap = "$ " + html.escape(arg)
-                line = m.group(1) + m.group(2) + " {.text .output}"
-            elif kind == "quote":
-                cap = 'from <a href="%s">%s</a>' % (html.escape(code_href(arg.split(":")[0])), html.escape(arg))
-                line = m.group(1) + m.group(2) + " {.%s .quote}" % lang
-            elif kind == "illustrative":
-                cap = "illustrative, not checked: " + html.escape(arg)
-                line = m.group(1) + m.group(2) + " {.%s .illustrative}" % lang
-            elif kind in ("diagram", "sketch"):
-                line = m.group(1) + m.group(2) + " {.%s .%s}" % (lang, kind)
-            else:
-                line = m.group(1) + m.group(2) + " " + lang
-            if cap:
-                lines += ["```{=html}", '<div class="cmd">%s</div>' % cap, "```", ""]
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def pandoc_page(md, target, title, root, lua, before, after, toc):
-    # TeX math ($...$ inline, $$...$$ display) becomes MathML, which the browser draws itself:
-    # nothing is fetched, no script runs.
-    args = ["pandoc", "--from", "markdown", "--to", "html5", "--standalone", "--mathml",
-            "--lua-filter", lua, "--css", root + "book.css", "--metadata", "pagetitle=" + title,
-            "--include-before-body", before, "--include-after-body", after, "-o", target]
-    if toc:
-        args[1:1] = ["--toc", "--toc-depth=3"]
-    return subprocess.run(args, input=md, text=True, capture_output=True)
-
-
-def section_index(page_html, url, page_title):
-    """(title, anchor, text) of each section of a rendered page, for the search."""
-    body = page_html.split("<body", 1)[-1]
-    body = re.sub(r'<nav id="TOC".*?</nav>', "", body, flags=re.S)
-    body = re.sub(r"<(header|script)\b.*?</\1>", "", body, flags=re.S)
-    parts = re.split(r'<h([1-3]) id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
-    out = []
-    def clean(h):
-        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
-    first = clean(parts[0])
-    if first:
-        out.append({"page": page_title, "title": page_title, "url": url, "text": first[:4000]})
-    for k in range(1, len(parts) - 3, 4):
-        anchor, title, text = parts[k + 1], clean(parts[k + 2]), clean(parts[k + 3])
-        out.append({"page": page_title, "title": title, "url": url + "#" + anchor, "text": text[:4000]})
-    return out
-
-
-# ----------------------------------------------------------------------------- the student edition
-
-def exercise_functions():
-    """{function: exercise} for every function an exercise has the student write
-    (chapters/build_exercise.sh's table). bug-hunt's stub is the engine's own code with
-    one line changed, and family's answer is a table row the engine lacks: quoting the
-    engine's code gives nothing away for them, so they are left out."""
-    path = os.path.join(ROOT, "chapters", "build_exercise.sh")
-    out = {}
-    if not os.path.isfile(path):
-        return out
-    table = re.search(r'^table="\n(.*?)^"', open(path, encoding="utf-8").read(), re.S | re.M)
-    for line in (table.group(1) if table else "").split("\n"):
-        words = line.split()
-        if len(words) >= 3 and words[0] not in ("bug-hunt", "family"):
-            for f in words[2:]:
-                out.setdefault(f, words[0])
-    return out
-
-
-def student_edition(text, hidden):
-    """One page for the student edition (make book STUDENT=1): a quoted exercise function
-    becomes a line naming its exercise, and a link to the answer key keeps only its words."""
-    lines, skipping = [], None
-    for line in text.split("\n"):
-        fm = FENCE.match(line)
-        if skipping is not None:
-            if fm and fm.group(2)[0] == skipping and not fm.group(3):
-                skipping = None
-            continue
-        if fm and fm.group(3):
-            kind, arg = kind_of(fm.group(3))
-            func = arg.split(":")[-1] if kind == "quote" and ":" in arg else None
-            if func in hidden:
-                lines.append("*The code of `%s` is the [%s exercise](../chapters/%s/README.md); the student "
-                             "edition leaves it out.*" % (arg, hidden[func], hidden[func]))
-                skipping = fm.group(2)[0]
-                continue
-        lines.append(line)
-    text = "\n".join(lines)
-    return re.sub(r"\[([^\]]*)\]\((?:[^)\s]*/)?answers\.md(?:#[^)\s]*)?\)", r"\1", text)
-
-
-def render(args, src):
-    import json
-    out = os.path.join(ROOT, args.render) if not os.path.isabs(args.render) else args.render
-    os.makedirs(out, exist_ok=True)
-    if not shutil.which("pandoc"):
-        print("make book: pandoc is missing (make deps installs it)")
-        return 1
-    chapters = sorted(glob.glob(os.path.join(args.book_dir, "*.md")))
-    exercises = sorted(glob.glob(os.path.join(ROOT, "chapters", "*", "README.md")))
-    guides = sorted(f for f in glob.glob(os.path.join(ROOT, "chapters", "*.md")) if not f.endswith("README.md"))
-    if os.path.isfile(os.path.join(ROOT, "chapters", "README.md")):
-        guides.insert(0, os.path.join(ROOT, "chapters", "README.md"))
-    exercises = guides + exercises
-    hidden = {}
-    if args.student:  # the answer key is no page of the student edition, nor any stale copy of it
-        exercises = [f for f in exercises if not os.path.basename(f).startswith("answers")]
-        for stale in glob.glob(os.path.join(out, "exercises", "answers*.html")):
-            os.remove(stale)
-        hidden = exercise_functions()
-    # Bare file names in code references (gen_model.cpp) resolve to their real paths.
-    paths = {}
-    for f in src.files:
-        paths.setdefault(os.path.basename(f), f)
-        paths[f] = f
-    table = "{" + ",".join('["%s"]="%s"' % (k, v) for k, v in paths.items()) + "}"
-    with open(os.path.join(out, "book.css"), "w") as f:
-        f.write(CSS)
-    with open(os.path.join(out, "search.js"), "w") as f:
-        f.write(SEARCH_JS)
-    img = os.path.join(args.book_dir, "img")
-    if os.path.isdir(img):
-        shutil.copytree(img, os.path.join(out, "img"), dirs_exist_ok=True)
-    os.makedirs(os.path.join(out, "exercises"), exist_ok=True)
-
-    def title_of(text, name):
-        return next((l.lstrip("# ").strip() for l in text.split("\n") if l.startswith("# ")), name)
-
-    pages = []   # (source, output html, title, depth)
-    for path in chapters:
-        name = os.path.splitext(os.path.basename(path))[0]
-        pages.append((path, os.path.join(out, name + ".html"), None, ""))
-    for path in exercises:
-        d = os.path.basename(os.path.dirname(path))
-        name = d if d != "chapters" else "index" if path.endswith("README.md") else os.path.basename(path)[:-3]
-        pages.append((path, os.path.join(out, "exercises", name + ".html"), None, "../"))
-    texts = {}
-    for k, (path, target, _, root) in enumerate(pages):
-        with open(path, encoding="utf-8") as f:
-            texts[path] = f.read()
-        if args.student:
-            texts[path] = student_edition(texts[path], hidden)
-        name = os.path.splitext(os.path.basename(target))[0]
-        pages[k] = (path, target, title_of(texts[path], name), root)
-
-    index, tmp = [], os.path.join(out, ".tmp")
-    os.makedirs(tmp, exist_ok=True)
-    for k, (path, target, title, root) in enumerate(pages):
-        is_chapter = path in chapters
-        lua = os.path.join(tmp, "links%d.lua" % len(root))
-        with open(lua, "w") as f:
-            f.write(LUA_FILTER.replace("__PATHS__", table).replace("__ROOT__", root + "../../"))
-        seq = [p for p in pages if (p[0] in chapters) == is_chapter]
-        i = seq.index(pages[k])
-        prev_, next_ = (seq[i - 1] if i > 0 else None), (seq[i + 1] if i + 1 < len(seq) else None)
-        href = lambda p: _rel(os.path.dirname(target), p[1])
-        top = ['<header class="top"><a class="book" href="%sindex.html">Lantern</a>' % root,
-               '<a href="%sindex.html">contents</a>' % root,
-               '<a href="%sexercises/index.html">exercises</a>' % root]
-        if prev_:
-            top.append('<a href="%s" title="%s">&larr; previous</a>' % (href(prev_), html.escape(prev_[2])))
-        if next_:
-            top.append('<a href="%s" title="%s">next &rarr;</a>' % (href(next_), html.escape(next_[2])))
-        top.append('<span class="search"><input id="search" type="search" placeholder="search the book (/)" '
-                   'aria-label="search the book" autocomplete="off"><span id="search-results"></span></span></header>')
-        before = os.path.join(tmp, "before.html")
-        with open(before, "w") as f:
-            f.write("".join(top) + '\n<main data-root="%s">' % root)
-        pager = ['</main><nav class="pager"><main>']
-        if prev_:
-            pager.append('<a href="%s">&larr; %s</a> &middot; ' % (href(prev_), html.escape(prev_[2])))
-        pager.append('<a href="%sindex.html">contents</a>' % root)
-        if next_:
-            pager.append(' &middot; <a href="%s">%s &rarr;</a>' % (href(next_), html.escape(next_[2])))
-        pager.append("</main></nav>")
-        pager.append('<script src="%ssearch-index.js"></script><script src="%ssearch.js"></script>' % (root, root))
-        after = os.path.join(tmp, "after.html")
-        with open(after, "w") as f:
-            f.write("".join(pager))
-        text = rewrite_links(texts[path], os.path.dirname(path), target, out, args.book_dir)
-        code_href = lambda fname: root + "../../" + paths.get(fname, fname)
-        md = mark_blocks(text, code_href)
-        r = pandoc_page(md, target, title, root, lua, before, after,
-                        toc=not os.path.basename(target).startswith(("00-", "index")))
-        if r.returncode != 0:
-            print("make book: pandoc failed on %s:\n%s" % (os.path.relpath(path, ROOT), r.stderr))
-            return 1
-        with open(target, encoding="utf-8") as f:
-            page = f.read().replace("<body>", '<body data-root="%s">' % root, 1)
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(page)
-        index += section_index(page, _rel(out, target), title)
-        if os.path.basename(path).startswith("00-"):
-            shutil.copyfile(target, os.path.join(out, "index.html"))
-    with open(os.path.join(out, "search-index.js"), "w") as f:
-        f.write("window.BOOK_INDEX = " + json.dumps(index, ensure_ascii=False) + ";\n")
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("make book: %d chapters, %d exercise pages -> %s/index.html%s"
-          % (len(chapters), len(exercises), os.path.relpath(out, ROOT), " (the student edition)" if args.student else ""))
-    return 0
-
-
 # ----------------------------------------------------------------------------- main
 
 def main():
-    ap = argparse.ArgumentParser(description="Check (or render) the Lantern book.")
+    ap = argparse.ArgumentParser(description="Check the Lantern book.")
     ap.add_argument("--chapter", action="append", help="check only this chapter (repeatable)")
     ap.add_argument("--no-run", action="store_true", help="static checks only; run no command")
     ap.add_argument("--list", action="store_true", help="print the commands the book runs, run nothing")
@@ -1188,11 +824,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("BOOK_CHECK_TIMEOUT", "300")),
                     help="seconds one command may take (default 300)")
     ap.add_argument("--book-dir", default=os.path.join(ROOT, "book"), help="the folder of chapters")
-    ap.add_argument("--render", metavar="OUT", help="render HTML into OUT with pandoc instead of checking")
     ap.add_argument("--list-allowed", action="store_true",
                     help="print the names of other programs the prose may name (ALLOWED_NAMES)")
-    ap.add_argument("--student", action="store_true",
-                    help="with --render: the student edition, without the answer key and the exercises' code")
     args = ap.parse_args()
     if args.list_allowed:
         for name, what in sorted(ALLOWED_NAMES.items(), key=lambda kv: (kv[1], kv[0].lower())):
@@ -1206,11 +839,12 @@ def main():
     os.environ["BOOK_CHECK_DEPTH"] = str(depth + 1)
     args.book_dir = os.path.abspath(args.book_dir)
     src = Sources()
-    if args.render:
-        return render(args, src)
 
+    # The Chinese chapters (book/zh/) are checked like the English ones, after them; then the
+    # twin check compares each with its English twin (tools/book_twin.py).
+    zh_dir = os.path.join(args.book_dir, "zh")
     chapters = [os.path.abspath(c) for c in args.chapter] if args.chapter else \
-        sorted(glob.glob(os.path.join(args.book_dir, "*.md")))
+        sorted(glob.glob(os.path.join(args.book_dir, "*.md"))) + sorted(glob.glob(os.path.join(zh_dir, "*.md")))
     for c in chapters:
         if not os.path.isfile(c):
             print("ERROR %s: no such chapter" % c)
@@ -1232,10 +866,24 @@ def main():
             rep.error(problem.split(":", 1)[0], problem.split(":", 1)[1].strip())
     for c in chapters:
         before, t0 = len(rep.errors), time.time()
-        check_chapter(c, src, rep, args, env, stats, known)
+        check_chapter(c, src, rep, args, env, stats, known, reuse=os.path.dirname(c) == zh_dir)
         per_chapter[shown_path(c)] = (len(rep.errors) - before, time.time() - t0)
     if args.list:
         return 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import book_twin
+    if args.chapter:
+        twins = []
+        for c in chapters:
+            other = book_twin.english_twin_in(args.book_dir, c)
+            if other and os.path.isfile(other):
+                twins += book_twin.compare(*((other, c) if book_twin.is_chinese(c) or os.path.dirname(c) == zh_dir
+                                             else (c, other)))
+    else:
+        twins = book_twin.check_all(args.book_dir)
+    for problem in twins:
+        where, _, what = problem.partition(": ")
+        rep.error(where, what)
     if not args.chapter:          # the allow-list stays short: only names the book needs
         for name in sorted(ALLOWED_NAMES):
             parts = [p for p in re.split(r"::|\.|->", name)]
@@ -1247,8 +895,8 @@ def main():
                           "remove it from the list" % name)
     for c, (n, dt) in per_chapter.items():
         print("%s %-40s %5.0f s%s" % ("ok  " if n == 0 else "FAIL", c, dt, "" if n == 0 else "  (%d problems)" % n))
-    print("book check: %d commands run, %d outputs compared, %d errors, %d warnings"
-          % (stats["commands"], stats["outputs"], len(rep.errors), len(rep.warnings)))
+    print("book check: %d commands run, %d outputs compared, %d twin problems, %d errors, %d warnings"
+          % (stats["commands"], stats["outputs"], len(twins), len(rep.errors), len(rep.warnings)))
     return 1 if rep.errors else 0
 
 

@@ -6,7 +6,7 @@ Every English page has a Chinese twin:
   chapters/X.md                ->  chapters/X.zh.md          (README.md -> README.zh.md)
   chapters/EX/README.md        ->  chapters/EX/README.zh.md
 
-A twin says the same thing in another language, so everything that is not prose must be the
+A twin says the same thing in another language, so everything that is not prose must b_en the
 same. Compared, in order:
   * headings: the same number, with the same levels (the text is translated; the HTML gives
     each Chinese heading its English twin's anchor, so links keep English anchors);
@@ -37,7 +37,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_check import FENCE, LINK, parse, inline_code   # noqa: E402  (one parser for the book)
+from book_check import LINK, parse, inline_code   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
@@ -130,32 +130,32 @@ def show(path):
 def compare(en, zh):
     """Problems ("FILE:LINE: what") between an English page and its Chinese twin."""
     out = []
-    he, be, fe, xe = skeleton(en)
-    hz, bz, fz, xz = skeleton(zh)
+    h_en, b_en, f_en, x_en = skeleton(en)
+    h_zh, b_zh, f_zh, x_zh = skeleton(zh)
     E, Z = show(en), show(zh)
-    for k in range(max(len(he), len(hz))):
-        if k >= len(hz):
+    for k in range(max(len(h_en), len(h_zh))):
+        if k >= len(h_zh):
             out.append("%s:%d: the section \"%s\" (%s) has no twin in %s (it has %d headings, the English %d)"
-                       % (E, he[k][0], he[k][2], "#" * he[k][1], Z, len(hz), len(he)))
+                       % (E, h_en[k][0], h_en[k][2], "#" * h_en[k][1], Z, len(h_zh), len(h_en)))
             break
-        if k >= len(he):
+        if k >= len(h_en):
             out.append("%s:%d: the heading \"%s\" has no English twin in %s (%d headings, the English %d)"
-                       % (Z, hz[k][0], hz[k][2], E, len(hz), len(he)))
+                       % (Z, h_zh[k][0], h_zh[k][2], E, len(h_zh), len(h_en)))
             break
-        if he[k][1] != hz[k][1]:
+        if h_en[k][1] != h_zh[k][1]:
             out.append("%s:%d: heading %d is level %d (%s), its English twin \"%s\" (%s:%d) level %d"
-                       % (Z, hz[k][0], k + 1, hz[k][1], hz[k][2], he[k][2], E, he[k][0], he[k][1]))
+                       % (Z, h_zh[k][0], k + 1, h_zh[k][1], h_zh[k][2], h_en[k][2], E, h_en[k][0], h_en[k][1]))
             break
-    for k in range(max(len(be), len(bz))):
-        if k >= len(bz):
+    for k in range(max(len(b_en), len(b_zh))):
+        if k >= len(b_zh):
             out.append("%s:%d: the block ```%s has no twin in %s (%d blocks there, %d in English)"
-                       % (E, be[k].line, be[k].info, Z, len(bz), len(be)))
+                       % (E, b_en[k].line, b_en[k].info, Z, len(b_zh), len(b_en)))
             break
-        if k >= len(be):
+        if k >= len(b_en):
             out.append("%s:%d: the block ```%s has no English twin in %s (%d blocks here, %d in English)"
-                       % (Z, bz[k].line, bz[k].info, E, len(bz), len(be)))
+                       % (Z, b_zh[k].line, b_zh[k].info, E, len(b_zh), len(b_en)))
             break
-        a, b = be[k], bz[k]
+        a, b = b_en[k], b_zh[k]
         if a.info != b.info:
             out.append("%s:%d: block %d says ```%s, its English twin (%s:%d) ```%s"
                        % (Z, b.line, k + 1, b.info, E, a.line, a.info))
@@ -168,17 +168,26 @@ def compare(en, zh):
             out.append("%s:%d: block %d (```%s) differs from its English twin at %s:%d: English `%s`, Chinese `%s`"
                        % (Z, b.line + 1 + i, k + 1, b.info, E, a.line + 1 + i, want.strip(), got.strip()))
             break
-    if [f for _, f in fe] != [f for _, f in fz]:
-        missing = [f for _, f in fe if f not in [g for _, g in fz]]
-        extra = [f for _, f in fz if f not in [g for _, g in fe]]
+    if [f for _, f in f_en] != [f for _, f in f_zh]:
+        missing = [f for _, f in f_en if f not in [g for _, g in f_zh]]
+        extra = [f for _, f in f_zh if f not in [g for _, g in f_en]]
         what = ("misses %s" % ", ".join(missing)) if missing else ("adds %s" % ", ".join(extra)) if extra \
             else "shows them in another order"
         out.append("%s:1: the figures differ from %s's: the Chinese page %s" % (Z, E, what))
-    if sorted(set(x for _, x in xe)) != sorted(set(x for _, x in xz)):
-        a, b = set(x for _, x in xe), set(x for _, x in xz)
+    if sorted(set(x for _, x in x_en)) != sorted(set(x for _, x in x_zh)):
+        a, b = set(x for _, x in x_en), set(x for _, x in x_zh)
         out.append("%s:1: the exercises linked differ from %s's: %s%s" % (
             Z, E, ("missing " + ", ".join(sorted(a - b)) + " ") if a - b else "",
             ("extra " + ", ".join(sorted(b - a))) if b - a else ""))
+    if not os.path.relpath(zh, ROOT).startswith("book"):   # book_check.py checks the chapters' links
+        with open(zh, encoding="utf-8") as f:
+            _, prose = parse(f.read())
+        for n, line in prose:
+            for m in LINK.finditer(line):
+                target = (m.group(1) or m.group(2)).split("#", 1)[0]
+                if target and not re.match(r"^[a-z]+:", target) and \
+                        not os.path.exists(os.path.join(os.path.dirname(zh), target)):
+                    out.append("%s:%d: link to %s: no such file" % (Z, n, target))
     out += check_terms(zh)
     return out
 
