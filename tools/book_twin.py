@@ -145,6 +145,7 @@ def compare(en, zh):
             out.append("%s:%d: heading %d is level %d (%s), its English twin \"%s\" (%s:%d) level %d"
                        % (Z, h_zh[k][0], k + 1, h_zh[k][1], h_zh[k][2], h_en[k][2], E, h_en[k][0], h_en[k][1]))
             break
+    differ = 0
     for k in range(max(len(b_en), len(b_zh))):
         if k >= len(b_zh):
             out.append("%s:%d: the block ```%s has no twin in %s (%d blocks there, %d in English)"
@@ -166,7 +167,9 @@ def compare(en, zh):
             want = a.lines[i] if i < len(a.lines) else "(the block ends)"
             out.append("%s:%d: block %d (```%s) differs from its English twin at %s:%d: English `%s`, Chinese `%s`"
                        % (Z, b.line + 1 + i, k + 1, b.info, E, a.line + 1 + i, want.strip(), got.strip()))
-            break
+            differ += 1
+            if differ == 3:      # more are likely one block added or lost: three say enough
+                break
     if [f for _, f in f_en] != [f for _, f in f_zh]:
         missing = [f for _, f in f_en if f not in [g for _, g in f_zh]]
         extra = [f for _, f in f_zh if f not in [g for _, g in f_en]]
