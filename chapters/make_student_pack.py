@@ -6,7 +6,7 @@
 OUT is a copy of the tree (the files git tracks or would track) in which
   - every function an exercise asks for (chapters/build_exercise.sh's table) is, in its
     engine file, the exercise's stub: the solution is not one grep away;
-  - chapters/answers.md and tests/ are left out (tests/data holds correct and nearly
+  - chapters/answers.md (and its Chinese twin answers.zh.md) and tests/ are left out (tests/data holds correct and nearly
     correct versions of the exercises; the unit tests need the real functions anyway);
   - the book's quoted code of those functions is left out, as in make book STUDENT=1;
   - chapters/reference/ holds the real engine files, compiled (portable flags, no debug
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import book_render  # noqa: E402  (its student_edition and exercise table)
 
-LEFT_OUT = ("chapters/answers.md", "tests/")
+LEFT_OUT = ("chapters/answers.md", "chapters/answers.zh.md", "tests/")
 # Helpers that hold an exercise's answer although the table does not name them: q4's two
 # functions call the general readers of 4- and 5-bit blocks. Their bodies are left out.
 HELPERS = {"gguf/quants.cpp": ("q4", ["dequantize_block32", "dequantize_block_k"])}
@@ -128,12 +128,14 @@ def main():
 
     # The book's pages, as the student edition renders them.
     hidden = book_render.exercise_functions()
-    for d in ("book", "chapters"):
+    for d in ("book", "book/zh", "chapters"):
+        if not os.path.isdir(os.path.join(out, d)):
+            continue
         for f in sorted(os.listdir(os.path.join(out, d))):
             if f.endswith(".md"):
                 p = os.path.join(out, d, f)
                 text = open(p, encoding="utf-8").read()
-                new = book_render.student_edition(text, hidden)
+                new = book_render.student_edition(text, hidden, zh=(d == "book/zh"))
                 if new != text:
                     with open(p, "w", encoding="utf-8") as fh:
                         fh.write(new)

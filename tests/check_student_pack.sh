@@ -8,7 +8,8 @@
 #    in the student book's pages and search index, nor in any text file of the pack
 #    but the checkers (a checker recomputes the usual mistakes to name them, so it
 #    holds pieces of the arithmetic; it ships as source because it is built there).
-#    The pack has no chapters/answers.md and no tests/.
+#    The pack has no chapters/answers.md (nor answers.zh.md) and no tests/; the
+#    Chinese pages of the student book are held to the same rules.
 # 3. The pack builds from scratch and every stubbed engine file still compiles;
 #    there, exercises fail as shipped and pass with SOLUTION=1 (the compiled reference).
 set -u
@@ -22,10 +23,13 @@ bad() { echo "FAIL  $1"; failed=1; }
 make -s --no-print-directory book STUDENT=1 >build/student_book.log 2>&1 || { bad "make book STUDENT=1 failed:"; tail -5 build/student_book.log; }
 make -s --no-print-directory student-pack >build/student_pack.log 2>&1 || { bad "make student-pack failed:"; tail -5 build/student_pack.log; exit 1; }
 
-[ ! -e $pack/chapters/answers.md ] && [ ! -e $pack/tests ] && ok "the pack has no chapters/answers.md and no tests/" \
-    || bad "the pack holds chapters/answers.md or tests/"
-ls $book/exercises/answers* >/dev/null 2>&1 && bad "the student book has an answers page" || ok "the student book has no answers page"
-grep -l 'answers\.html' $book/*.html $book/exercises/*.html $book/search-index.js >/dev/null 2>&1 \
+[ ! -e $pack/chapters/answers.md ] && [ ! -e $pack/chapters/answers.zh.md ] && [ ! -e $pack/tests ] \
+    && ok "the pack has no chapters/answers.md, no answers.zh.md and no tests/" \
+    || bad "the pack holds chapters/answers.md, answers.zh.md or tests/"
+ls -d $book/exercises/answers* $book/zh/exercises/answers* 2>/dev/null | grep -q . && bad "the student book has an answers page" \
+    || ok "the student book has no answers page, in either language"
+grep -l 'answers\.html' $book/*.html $book/exercises/*.html $book/search-index.js \
+    $book/zh/*.html $book/zh/exercises/*.html $book/zh/search-index.js >/dev/null 2>&1 \
     && bad "a page of the student book links to answers.html" || ok "no page of the student book links to the answer key"
 
 # The distinctive lines of each exercise function, from this tree's engine files.
