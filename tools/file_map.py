@@ -1,20 +1,23 @@
 #!/usr/bin/python3
 """The one table of Lantern's source files, and the reading path through them.
 
-tools/file_map.txt holds both. From it this script writes the map in README.md and in
-book/01-how-to-read.md (between the lines <!-- map:begin --> and <!-- map:end -->, and
-<!-- path:begin --> / <!-- path:end --> for the reading path), and checks them:
+tools/file_map.txt holds both, each row with its text in English and in Chinese. From it this
+script writes the map in README.md and book/01-how-to-read.md, and in their Chinese twins
+README.zh.md and book/zh/01-how-to-read.md (between the lines <!-- map:begin --> and
+<!-- map:end -->, and <!-- path:begin --> / <!-- path:end --> for the reading path), and checks them:
 
   * every engine source file (the top level, cpu/, gguf/, cuda/, serve/, compat/) is in exactly
     one row, and every file a row names exists;
   * every function of the reading path is defined in its file; its line count is measured
     (from the line that starts its definition to the first line that starts with "}");
   * the reading path stays short: at most MAX_PATH_FILES files, none of them in a folder;
-  * README.md and chapter 1 hold what the table generates, byte for byte.
+  * every row has its Chinese text;
+  * the four pages hold what the table generates, byte for byte (book/zh/01-how-to-read.md only
+    once it exists).
 
 Usage:
   /usr/bin/python3 tools/file_map.py            check (exit 1 with one line per problem)
-  /usr/bin/python3 tools/file_map.py --write    rewrite the two generated sections
+  /usr/bin/python3 tools/file_map.py --write    rewrite the generated sections of the pages
   /usr/bin/python3 tools/file_map.py --root DIR check a copy of the tree in DIR
 tools/book_check.py runs the check as part of the book check.
 """
@@ -25,7 +28,16 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = "tools/file_map.txt"
-TARGETS = {"README.md": "book/", "book/01-how-to-read.md": ""}  # file -> prefix of chapter links
+# page -> (language, prefix of its chapter links)
+TARGETS = {"README.md": ("en", "book/"), "book/01-how-to-read.md": ("en", ""),
+           "README.zh.md": ("zh", "book/zh/"), "book/zh/01-how-to-read.md": ("zh", "")}
+OPTIONAL = ("book/zh/01-how-to-read.md",)  # skipped while it does not exist
+WORDS = {
+    "en": {"map": "| file | job | chapter |", "path": "| step | function | lines | what it does |",
+           "total": "%d functions in %d files, %d lines in all.", "and": ", "},
+    "zh": {"map": "| 文件 | 作用 | 章节 |", "path": "| 步骤 | 函数 | 行数 | 作用 |",
+           "total": "共 %d 个函数，分布在 %d 个文件里，合计 %d 行。", "and": "、"},
+}
 ENGINE_DIRS = ("", "cpu/", "cpu/x86/", "cpu/arm/", "gguf/", "cuda/", "serve/", "compat/")
 SOURCE = re.compile(r"\.(cpp|h|cu|html)$")
 MAX_PATH_FILES = 10
@@ -37,7 +49,8 @@ def read(rel):
 
 
 def parse_table():
-    """Rows (files, job, chapters) and the reading path [(file, function, why)]."""
+    """Rows (files, job, chapters, job in Chinese) and the reading path
+    [(file, function, why, why in Chinese)]; a missing Chinese text is "" (the check reports it)."""
     rows, path, section = [], [], "files"
     for n, line in enumerate(read(TABLE).split("\n"), 1):
         if not line.strip() or line.startswith("#"):
@@ -47,14 +60,15 @@ def parse_table():
             continue
         parts = [p.strip() for p in line.split("|")]
         if section == "files":
-            if len(parts) != 3:
-                raise SystemExit("%s:%d: a row is: files | job | chapters" % (TABLE, n))
-            rows.append((parts[0].split(), parts[1], parts[2].split()))
+            if len(parts) not in (3, 4):
+                raise SystemExit("%s:%d: a row is: files | job | chapters | 中文 job" % (TABLE, n))
+            rows.append((parts[0].split(), parts[1], parts[2].split(), (parts[3:] or [""])[0]))
         else:
-            if len(parts) != 2 or ":" not in parts[0]:
-                raise SystemExit("%s:%d: a reading-path row is: file.cpp:function | what it does" % (TABLE, n))
+            if len(parts) not in (2, 3) or ":" not in parts[0]:
+                raise SystemExit("%s:%d: a reading-path row is: file.cpp:function | what it does | 中文"
+                                 % (TABLE, n))
             f, fn = parts[0].split(":", 1)
-            path.append((f, fn, parts[1]))
+            path.append((f, fn, parts[1], (parts[2:] or [""])[0]))
     return rows, path
 
 
@@ -79,46 +93,51 @@ def function_lines(rel, fn):
     return 0
 
 
-def chapter_names():
+def chapter_names(lang):
+    """{"08": (file name, short title)}: the title of book/zh/'s twin in Chinese, while it exists."""
     names = {}
     for f in sorted(os.listdir(os.path.join(ROOT, "book"))):
         m = re.match(r"(\d\d)-.*\.md$", f)
         if not m:
             continue
-        title = read("book/" + f).split("\n", 1)[0].lstrip("# ")
+        page = "book/zh/" + f if lang == "zh" and os.path.isfile(os.path.join(ROOT, "book/zh", f)) else "book/" + f
+        title = read(page).split("\n", 1)[0].lstrip("# ")
         title = re.sub(r"^\d+\s*[·.—-]\s*", "", title)
-        names[m.group(1)] = (f, re.split(r":| —|, ", title)[0])
+        names[m.group(1)] = (f, re.split(r":| —|, |：|——|，|、", title)[0])
     return names
 
 
-def render_map(rows, prefix):
-    names = chapter_names()
-    out = ["| file | job | chapter |", "|---|---|---|"]
-    for files, job, chapters in rows:
-        shown = ", ".join("`%s`" % f for f in files)
-        links = ", ".join("[%d %s](%s%s)" % (int(c), names[c][1], prefix, names[c][0]) if c in names else c
-                          for c in chapters)
+def render_map(rows, lang, prefix):
+    names = chapter_names(lang)
+    out = [WORDS[lang]["map"], "|---|---|---|"]
+    for files, job, chapters, job_zh in rows:
+        shown = WORDS[lang]["and"].join("`%s`" % f for f in files)
+        job = job_zh if lang == "zh" and job_zh else job
+        links = WORDS[lang]["and"].join("[%d %s](%s%s)" % (int(c), names[c][1], prefix, names[c][0])
+                                        if c in names else c for c in chapters)
         out.append("| %s | %s | %s |" % (shown, job, links))
     return "\n".join(out)
 
 
-def render_path(path):
-    out = ["| step | function | lines | what it does |", "|---:|---|---:|---|"]
+def render_path(path, lang):
+    out = [WORDS[lang]["path"], "|---:|---|---:|---|"]
     total, files = 0, []
-    for i, (f, fn, why) in enumerate(path, 1):
+    for i, (f, fn, why, why_zh) in enumerate(path, 1):
+        why = why_zh if lang == "zh" and why_zh else why
         n = function_lines(f, fn)
         total += n
         if f not in files:
             files.append(f)
         out.append("| %d | `%s:%s` | %d | %s |" % (i, f, fn, n, why))
     out.append("")
-    out.append("%d functions in %d files, %d lines in all." % (len(path), len(files), total))
+    out.append(WORDS[lang]["total"] % (len(path), len(files), total))
     return "\n".join(out)
 
 
 def sections():
     rows, path = parse_table()
-    return rows, path, {"map": lambda prefix: render_map(rows, prefix), "path": lambda prefix: render_path(path)}
+    return rows, path, {"map": lambda lang, prefix: render_map(rows, lang, prefix),
+                        "path": lambda lang, prefix: render_path(path, lang)}
 
 
 def replace_section(text, name, body):
@@ -134,7 +153,10 @@ def check():
     problems = []
     rows, path, gen = sections()
     seen = {}
-    for files, job, chapters in rows:
+    for files, job, chapters, job_zh in rows:
+        if not job_zh:
+            problems.append("%s: the row for %s has no Chinese job (files | job | chapters | 中文 job)"
+                            % (TABLE, files[0]))
         for f in files:
             if not os.path.isfile(os.path.join(ROOT, f)):
                 problems.append("%s: the row for %s names a file that does not exist" % (TABLE, f))
@@ -146,7 +168,10 @@ def check():
         if n > 1:
             problems.append("%s: %s is in %d rows (every source file is in exactly one)" % (TABLE, f, n))
     files = []
-    for f, fn, _ in path:
+    for f, fn, _, why_zh in path:
+        if not why_zh:
+            problems.append("%s: the reading path's %s:%s has no Chinese text (file:function | what it does "
+                            "| 中文)" % (TABLE, f, fn))
         if "/" in f:
             problems.append("%s: the reading path's %s is in a folder (the first reading is the top level)" % (TABLE, f))
         if not os.path.isfile(os.path.join(ROOT, f)) or function_lines(f, fn) == 0:
@@ -157,10 +182,14 @@ def check():
         problems.append("%s: the reading path crosses %d files (at most %d)" % (TABLE, len(files), MAX_PATH_FILES))
     if problems:
         return problems
-    for target, prefix in TARGETS.items():
+    for target, (lang, prefix) in TARGETS.items():
+        if not os.path.isfile(os.path.join(ROOT, target)):
+            if target not in OPTIONAL:
+                problems.append("%s: missing (its map and reading path are written from %s)" % (target, TABLE))
+            continue
         text = read(target)
         for name, make in gen.items():
-            new = replace_section(text, name, make(prefix))
+            new = replace_section(text, name, make(lang, prefix))
             if new is None:
                 problems.append("%s: no <!-- %s:begin --> ... <!-- %s:end --> section" % (target, name, name))
             elif new != text:
@@ -171,10 +200,14 @@ def check():
 
 def write():
     _, _, gen = sections()
-    for target, prefix in TARGETS.items():
+    for target, (lang, prefix) in TARGETS.items():
+        if not os.path.isfile(os.path.join(ROOT, target)):
+            if target in OPTIONAL:
+                continue
+            raise SystemExit("%s: missing (its map and reading path are written from %s)" % (target, TABLE))
         text = read(target)
         for name, make in gen.items():
-            new = replace_section(text, name, make(prefix))
+            new = replace_section(text, name, make(lang, prefix))
             if new is None:
                 raise SystemExit("%s: no <!-- %s:begin --> ... <!-- %s:end --> section" % (target, name, name))
             text = new
