@@ -249,7 +249,10 @@ def mark_blocks(text, code_href):
 def pandoc_page(md, target, title, root, lua, before, after, toc, lang="en"):
     # TeX math ($...$ inline, $$...$$ display) becomes MathML, which the browser draws itself:
     # nothing is fetched, no script runs.
-    args = ["pandoc", "--from", "markdown", "--to", "html5", "--standalone", "--mathml",
+    # east_asian_line_breaks: a line break between two Chinese characters is no space (a
+    # Chinese paragraph wrapped in the source reads as one run of text, as it should).
+    fmt = "markdown+east_asian_line_breaks" if lang.startswith("zh") else "markdown"
+    args = ["pandoc", "--from", fmt, "--to", "html5", "--standalone", "--mathml",
             "--lua-filter", lua, "--css", root + "book.css", "--metadata", "pagetitle=" + title,
             "--metadata", "lang=" + lang,
             "--include-before-body", before, "--include-after-body", after, "-o", target]
