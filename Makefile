@@ -207,7 +207,8 @@ bench: all
 clean:
 	rm -rf $(BUILD) run
 
-# The book: `make book` renders book/*.md to HTML in build/book/ (pandoc);
+# The book: `make book` renders book/*.md and their Chinese twins book/zh/*.md
+# to HTML in build/book/ and build/book/zh/ (tools/book_render.py, pandoc);
 # `make book-check` runs its commands and compares its outputs (part of
 # `make test-all`, as tests/check_book_commands.sh; `make test` runs its
 # static checks, tests/check_book.sh).
