@@ -2,6 +2,7 @@
 """The Chinese edition kept in step with the English: the twin check, the terms, the glossaries.
 
 Every English page has a Chinese twin:
+  README.md                    ->  README.zh.md
   book/NN-name.md              ->  book/zh/NN-name.md
   chapters/X.md                ->  chapters/X.zh.md          (README.md -> README.zh.md)
   chapters/EX/README.md        ->  chapters/EX/README.zh.md
@@ -51,6 +52,8 @@ def twin_of(path):
     """The other-language twin of a page (absolute path), or None when the page has none."""
     path = os.path.abspath(path)
     rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+    if rel in ("README.md", "README.zh.md"):
+        return os.path.join(ROOT, "README.zh.md" if rel == "README.md" else "README.md")
     m = re.fullmatch(r"book/zh/([^/]+\.md)", rel)
     if m:
         return os.path.join(ROOT, "book", m.group(1))
@@ -75,7 +78,7 @@ def english_pages(book_dir=None):
     chapters = os.path.join(ROOT, "chapters")
     pages += sorted(f for f in glob.glob(os.path.join(chapters, "*.md")) if not f.endswith(".zh.md"))
     pages += sorted(glob.glob(os.path.join(chapters, "*", "README.md")))
-    return pages
+    return pages + [os.path.join(ROOT, "README.md")]
 
 
 def english_twin_in(book_dir, path):
@@ -310,7 +313,7 @@ def check_all(book_dir=None):
             continue
         out += [p for p in compare(en, zh) if "(book/terms.tsv)" not in p]
         out += check_terms(zh, rows)
-    zh_pages = glob.glob(os.path.join(book_dir, "zh", "*.md")) + \
+    zh_pages = glob.glob(os.path.join(book_dir, "zh", "*.md")) + [os.path.join(ROOT, "README.zh.md")] + \
         glob.glob(os.path.join(ROOT, "chapters", "*.zh.md")) + glob.glob(os.path.join(ROOT, "chapters", "*", "*.zh.md"))
     for zh in sorted(zh_pages):
         en = english_twin_in(book_dir, zh)
@@ -339,8 +342,10 @@ def main():
                 problems.append("%s: no such file" % f)
                 continue
             zh = f if is_chinese(f) else english_twin_in(book_dir, f)
-            en = english_twin_in(book_dir, zh)
-            if not zh or not os.path.isfile(zh):
+            en = zh and english_twin_in(book_dir, zh)
+            if not zh or not en:
+                problems.append("%s: not a page with a twin (a chapter, a classroom page or the README)" % f)
+            elif not os.path.isfile(zh):
                 problems.append("%s:1: no Chinese twin (%s)" % (show(f), zh and show(zh)))
             elif not os.path.isfile(en):
                 problems.append("%s:1: no English page (%s)" % (show(zh), show(en)))
