@@ -852,6 +852,10 @@ def main():
     env = dict(os.environ)
     env.setdefault("MODEL", default_model())
     env.setdefault("NO_COLOR", "1")
+    # The book shows the checkers' English output; on a machine set to Chinese they would
+    # answer in Chinese (chapters/checker_common.h), so the commands run in the C locale.
+    if next((env.get(v) for v in ("LC_ALL", "LC_MESSAGES", "LANG") if env.get(v)), "").startswith("zh"):
+        env["LC_ALL"] = "C.UTF-8"
     rep = Report()
     stats = {"commands": 0, "outputs": 0}
     known = set(os.path.basename(c) for c in glob.glob(os.path.join(args.book_dir, "*.md")))
