@@ -87,7 +87,7 @@ static const char* generic() {
 
 static void run_case(Group& g, const std::string& name, const Cache& c, int head, const std::vector<float>& q,
                      double rtol, const std::string& hint = "") {
-    g.start(fmt("%s: n=%d, head_dim=%d, KV head %d of %d, %s", name.c_str(), c.n, c.hd, head, c.n_kv, dtype_name(c.type)));
+    g.start(fmt(tr("%s: n=%d, head_dim=%d, KV head %d of %d, %s", "%s：n=%d，head_dim=%d，键值注意力头 %d（共 %d 个），%s"), name.c_str(), c.n, c.hd, head, c.n_kv, dtype_name(c.type)));
     std::vector<float> want(c.hd), got(c.hd, 12345.0f), ws(c.n), gs(c.n, 12345.0f);
     attention_head_plain_reference(want.data(), ws.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);
     attention_head_plain_student(got.data(), gs.data(), q.data(), c.key(head), c.value(head), c.stride(), c.type, c.n, c.hd);

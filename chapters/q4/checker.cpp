@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
     put_half(q4, 0.5f);
     for (int j = 0; j < 16; j++) q4[2 + j] = (uint8_t)(j | (15 - j) << 4);
     q4[2 + 3] = 0xC3;
-    run_block(book, "Q4_0: d = 0.5, byte 2 + 3 = 0xC3: y[3] = -2.5, y[19] = 2", false, q4);
+    run_block(book, tr("Q4_0: d = 0.5, byte 2 + 3 = 0xC3: y[3] = -2.5, y[19] = 2", "Q4_0：d = 0.5，第 2 + 3 个字节 = 0xC3：y[3] = -2.5，y[19] = 2"),
+              false, q4);
     std::memset(k, 0, sizeof k);
     put_half(k, 1.0f);
     put_half(k + 2, 0.25f);
@@ -221,7 +222,9 @@ int main(int argc, char** argv) {
     k[4 + 9] = (uint8_t)((37 & 15) | (50 & 15) << 4);                          // and its low bits
     k[16 + 0] = 7;              // weight 0 (sub-block 0): code 7 -> 2 * 7 - 1 = 13
     k[16 + 64 + 3] = 9 << 4;    // weight 32 * 5 + 3: code 9 -> 37 * 9 - 12.5 = 320.5
-    run_block(book, "Q4_K: d = 1, dmin = 0.25, sub-block 5: sc = 37, m = 50, code 9 -> 320.5", true, k);
+    run_block(book, tr("Q4_K: d = 1, dmin = 0.25, sub-block 5: sc = 37, m = 50, code 9 -> 320.5",
+                       "Q4_K：d = 1，dmin = 0.25，子块 5：sc = 37，m = 50，编码 9 -> 320.5"),
+              true, k);
     book.end();
 
     // ---- 2. Q4_0.
