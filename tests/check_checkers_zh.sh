@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# tests/check_checkers_zh.sh — the checkers say the same thing in Chinese.
+#
+# A checker speaks Chinese when asked (`check --lang zh`, or a locale whose
+# LC_ALL, LC_MESSAGES or LANG, the first one set, starts with "zh"):
+#   - every tr(english, chinese) that is a format string has the same %
+#     conversions in both, in the same order (they take the same arguments);
+#   - --lang beats the locale, and LC_ALL beats LC_MESSAGES beats LANG;
+#   - for every exercise, the untouched stub's --json in English and in
+#     Chinese has the same groups, passed and failed alike, and the same
+#     points; each failed group's Chinese diagnosis is in Chinese; the text
+#     mode ends with NOT YET in English and 还没通过 in Chinese;
+#   - `LANG=zh_CN.UTF-8 make exercise EX=... SOLUTION=1` passes, in Chinese.
+# Reuses build/exercise/ like tests/check_exercises.sh.
+set -u
+cd "$(dirname "$0")/.."
+[ -f models/tiny/model.safetensors ] || { echo "needs models/tiny (make models)"; exit 1; }
+failed=0
+ok() { echo "ok    $*"; }
+bad() { echo "FAIL  $*"; failed=1; }
+en() { env -u LC_ALL -u LC_MESSAGES LANG=C.UTF-8 "$@"; }
+zh() { env -u LC_ALL -u LC_MESSAGES LANG=zh_CN.UTF-8 "$@"; }
+
+# 1. The two texts of every tr() that fmt() or printf() formats.
+if out=$(python3 - chapters/checker_common.h chapters/*/checker.cpp <<'PY'
+import re, sys
+lit = r'"(?:[^"\\\n]|\\.)*"'
+pair = re.compile(r'\btr\(\s*((?:' + lit + r'\s*)+),\s*((?:' + lit + r'\s*)+)\)')
+conv = re.compile(r'%[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfFgGaAcspn%]')
+def text(lits): return "".join(re.findall(r'"((?:[^"\\\n]|\\.)*)"', lits))
+bad = n = 0
+for f in sys.argv[1:]:
+    src = open(f).read()
+    for m in pair.finditer(src):
+        before = src[:m.start()].rstrip()
+        if not re.search(r'(fmt|printf)\($|sizeof buf,$|stderr,$', before): continue
+        n += 1
+        a, b = conv.findall(text(m.group(1))), conv.findall(text(m.group(2)))
+        if a != b:
+            bad += 1
+            print(f"{f}: {a} vs {b} in {text(m.group(1))[:70]!r}")
+print(f"{n} format strings")
+sys.exit(1 if bad or n < 50 else 0)
+PY
+); then ok "the conversions of every translated format string match (${out##*$'\n'})"
+else bad "translated format strings whose conversions differ:"; echo "$out" | sed 's/^/      /'; fi
+
+# 2. Which language, from the command line and the locale: an unknown
+# argument is refused at once, in the chosen language.
+mkdir -p build/exercise
+en make -s --no-print-directory exercise EX=rmsnorm >build/exercise/rmsnorm.zh-lang.log 2>&1
+if grep -q "^NOT YET  rmsnorm" build/exercise/rmsnorm.zh-lang.log; then
+    c=build/exercise/rmsnorm/check
+    lang_of() { if "$@" --bogus 2>&1 | grep -q "不认识的参数"; then echo zh; else echo en; fi; }
+    while read -r want how; do
+        got=$(lang_of env -u LC_ALL -u LC_MESSAGES -u LANG $how)
+        [ "$got" = "$want" ] && ok "language $want for: $how" || bad "language $got, not $want, for: $how"
+    done <<EOF
+en  $c
+en  LANG=C.UTF-8 $c
+zh  LANG=zh_CN.UTF-8 $c
+zh  LANG=zh_TW $c
+en  LANG=en_US.UTF-8 LC_MESSAGES=fr_FR.UTF-8 $c
+zh  LANG=C.UTF-8 LC_MESSAGES=zh_CN.UTF-8 $c
+en  LANG=zh_CN.UTF-8 LC_ALL=C.UTF-8 $c
+zh  LANG=zh_CN.UTF-8 LC_ALL= $c
+zh  LANG=C.UTF-8 $c --lang zh
+en  LANG=zh_CN.UTF-8 $c --lang en
+EOF
+else bad "rmsnorm's stub should build and fail its checker, last lines of build/exercise/rmsnorm.zh-lang.log:"
+    tail -15 build/exercise/rmsnorm.zh-lang.log | sed 's/^/      /'
+fi
+
+# 3. Every exercise's stub, in both languages.
+exercises=${EXERCISES:-$(sed -n '/^table="/,/^"/p' chapters/build_exercise.sh | awk 'NF > 1 { print $1 }')}
+for ex in $exercises; do
+    d=build/exercise/$ex
+    mkdir -p "$d"
+    en make -s --no-print-directory exercise EX="$ex" JSON=1 >"$d/stub.en.json" 2>"$d/stub.zh-build.log"
+    if ! grep -q '"exercise"' "$d/stub.en.json"; then bad "$ex: the stub did not build and run, last lines of $d/stub.zh-build.log:"
+        tail -15 "$d/stub.zh-build.log" | sed 's/^/      /'; continue; fi
+    zh "$d/check" --json >"$d/stub.zh.json" 2>/dev/null
+    en "$d/check" >"$d/stub.en.txt" 2>&1
+    zh "$d/check" >"$d/stub.zh.txt" 2>&1
+    if why=$(python3 - "$d/stub.en.json" "$d/stub.zh.json" <<'PY'
+import json, re, sys
+e, z = (json.load(open(f)) for f in sys.argv[1:3])
+cjk = re.compile(r'[\u4e00-\u9fff]')
+problems = []
+for k in ("exercise", "passed", "groups", "groups_passed", "points", "points_possible"):
+    if e.get(k) != z.get(k): problems.append(f"{k}: {e.get(k)!r} in English, {z.get(k)!r} in Chinese")
+if list(e) != list(z): problems.append(f"keys {list(e)} vs {list(z)}")
+if "crash" in e and not cjk.search(z.get("crash", "")): problems.append("the crash's case is not named in Chinese")
+er, zr = e.get("results", []), z.get("results", [])
+if len(er) != len(zr): problems.append(f"{len(er)} groups in English, {len(zr)} in Chinese")
+for i, (a, b) in enumerate(zip(er, zr)):
+    for k in ("cases", "failed", "passed", "points", "points_possible"):
+        if a[k] != b[k]: problems.append(f"group {i + 1}: {k} {a[k]} in English, {b[k]} in Chinese")
+    if list(a) != list(b): problems.append(f"group {i + 1}: keys {list(a)} vs {list(b)}")
+    if not b["passed"] and not cjk.search(b["diagnosis"]):
+        problems.append(f"group {i + 1} ({b['group']}): the Chinese diagnosis has no Chinese: {b['diagnosis'][:100]!r}")
+if e.get("passed") is not False: problems.append("the stub should fail")
+print("\n".join(problems) if problems else f"{len(er)} groups, {e.get('points')} of {e.get('points_possible')} points")
+sys.exit(1 if problems else 0)
+PY
+    ); then
+        en_last=$(grep -v '^$' "$d/stub.en.txt" | tail -1) zh_last=$(grep -v '^$' "$d/stub.zh.txt" | tail -1)
+        if [[ $en_last == "NOT YET  $ex: "* || $en_last == "CRASH"* ]] && [[ $zh_last == "还没通过  $ex："* || $zh_last == "崩溃"* ]]; then
+            ok "$ex: the stub fails alike in English and Chinese ($why)"
+        else bad "$ex: the last lines: \"$en_last\" (English), \"$zh_last\" (Chinese)"; fi
+    else bad "$ex: English and Chinese disagree:"; echo "$why" | sed 's/^/      /'; fi
+done
+
+# 4. The real code passes in Chinese, through make exercise.
+for ex in ${ZH_SOLUTIONS:-rmsnorm top-p scheduler}; do
+    log=build/exercise/$ex.solution.zh.log
+    zh make -s --no-print-directory exercise EX="$ex" SOLUTION=1 >"$log" 2>&1; rc=$?
+    if [ $rc = 0 ] && grep -q "^通过  $ex：" "$log"; then ok "$ex: SOLUTION=1 passes, in Chinese"
+    else bad "$ex: SOLUTION=1 should pass in Chinese (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; fi
+done
+exit $failed
