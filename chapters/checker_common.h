@@ -194,10 +194,12 @@ inline void on_crash(int sig) {
 }
 
 // Call first in main(): the command line (--json, --lang zh|en), the crash
-// handler, unbuffered-enough output, the title. chapters/build_exercise.sh
+// handler, unbuffered-enough output, the title: `what` in English, `what_zh`
+// in Chinese (not tr(): the language is not known yet when the arguments are
+// evaluated). chapters/build_exercise.sh
 // compiles every checker with EXERCISE_NAME, the name it was asked for
 // (rope-hard runs rope's checker under its own name).
-inline void checker_begin(int argc, char** argv, const char* exercise, const char* what) {
+inline void checker_begin(int argc, char** argv, const char* exercise, const char* what, const char* what_zh) {
 #ifdef EXERCISE_NAME
     g_exercise = EXERCISE_NAME;
 #else
@@ -226,7 +228,7 @@ inline void checker_begin(int argc, char** argv, const char* exercise, const cha
     setvbuf(stdout, nullptr, _IOLBF, 0);
     g_log_level = LOG_WARN;  // the engine's info lines would bury the feedback
     if (g_json) g_crash_json = nlohmann::ordered_json({{"exercise", g_exercise}, {"passed", false}, {"crash", tr("(setup)", "（准备阶段）")}}).dump() + "\n";
-    else printf(tr("Checking %s: %s\n\n", "检查 %s：%s\n\n"), g_exercise.c_str(), what);
+    else printf(tr("Checking %s: %s\n\n", "检查 %s：%s\n\n"), g_exercise.c_str(), tr(what, what_zh));
 }
 
 // ---------------------------------------------------------------------------

@@ -8,8 +8,9 @@
 #   - --lang beats the locale, and LC_ALL beats LC_MESSAGES beats LANG;
 #   - for every exercise, the untouched stub's --json in English and in
 #     Chinese has the same groups, passed and failed alike, and the same
-#     points; each failed group's Chinese diagnosis is in Chinese; the text
-#     mode ends with NOT YET in English and 还没通过 in Chinese;
+#     points; the title, the group names and each failed group's diagnosis
+#     and hint are in Chinese; the text mode ends with NOT YET in English and
+#     还没通过 in Chinese;
 #   - `LANG=zh_CN.UTF-8 make exercise EX=... SOLUTION=1` passes, in Chinese.
 # Reuses build/exercise/ like tests/check_exercises.sh.
 set -u
@@ -97,15 +98,24 @@ for i, (a, b) in enumerate(zip(er, zr)):
     for k in ("cases", "failed", "passed", "points", "points_possible"):
         if a[k] != b[k]: problems.append(f"group {i + 1}: {k} {a[k]} in English, {b[k]} in Chinese")
     if list(a) != list(b): problems.append(f"group {i + 1}: keys {list(a)} vs {list(b)}")
+    if " " in b["group"] and not cjk.search(b["group"]):
+        problems.append(f"group {i + 1}: its name is not in Chinese: {b['group']!r}")
     if not b["passed"] and not cjk.search(b["diagnosis"]):
         problems.append(f"group {i + 1} ({b['group']}): the Chinese diagnosis has no Chinese: {b['diagnosis'][:100]!r}")
+    for line in b["diagnosis"].splitlines():  # the hint, the part that is the checker's own
+        if "提示：" in line and not cjk.search(line.split("提示：", 1)[1]):
+            problems.append(f"group {i + 1} ({b['group']}): a hint not in Chinese: {line.strip()[:100]!r}")
 if e.get("passed") is not False: problems.append("the stub should fail")
 print("\n".join(problems) if problems else f"{len(er)} groups, {e.get('points')} of {e.get('points_possible')} points")
 sys.exit(1 if problems else 0)
 PY
     ); then
         en_last=$(grep -v '^$' "$d/stub.en.txt" | tail -1) zh_last=$(grep -v '^$' "$d/stub.zh.txt" | tail -1)
-        if [[ $en_last == "NOT YET  $ex: "* || $en_last == "CRASH"* ]] && [[ $zh_last == "还没通过  $ex："* || $zh_last == "崩溃"* ]]; then
+        title=$(head -1 "$d/stub.zh.txt")  # in words, unless the English one is a formula (rmsnorm's)
+        if [[ $title != "检查 $ex："* ]] || { head -1 "$d/stub.en.txt" | grep -qE '[a-z]{2,} [a-z]{2,}' &&
+                                               ! echo "${title#"检查 $ex："}" | grep -qP '\p{Han}'; }; then
+            bad "$ex: the Chinese title is \"$title\""
+        elif [[ $en_last == "NOT YET  $ex: "* || $en_last == "CRASH"* ]] && [[ $zh_last == "还没通过  $ex："* || $zh_last == "崩溃"* ]]; then
             ok "$ex: the stub fails alike in English and Chinese ($why)"
         else bad "$ex: the last lines: \"$en_last\" (English), \"$zh_last\" (Chinese)"; fi
     else bad "$ex: English and Chinese disagree:"; echo "$why" | sed 's/^/      /'; fi

@@ -107,7 +107,8 @@ static void run_case(Group& g, const std::string& name, const Cache& c, int head
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "attention",
-                  tr("one head: softmax(q . k_j / sqrt(d)) mixes the v_j", "一个注意力头：用 softmax(q . k_j / sqrt(d)) 混合各个 v_j"));
+                  "one head: softmax(q . k_j / sqrt(d)) mixes the v_j",
+                  "一个注意力头：用 softmax(q . k_j / sqrt(d)) 混合各个 v_j");
 
     Group book(tr("the book's worked example (token 2 of 3)", "书中的演算示例（3 个词元中的第 2 个）"));
     {

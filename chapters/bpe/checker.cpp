@@ -147,7 +147,8 @@ static std::string toy_tokenizer_json() {
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "bpe",
-                  tr("merge the lowest-rank adjacent pair until none is left", "反复合并排名最低的相邻一对，直到无可合并"));
+                  "merge the lowest-rank adjacent pair until none is left",
+                  "反复合并排名最低的相邻一对，直到无可合并");
 
     Group toy(tr("a toy tokenizer: the book's five merges, then (a,a) and (w,e)",
                  "一个玩具分词器：书中的五条合并规则，再加上 (a,a) 和 (w,e)"));

@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
         }
     }
     checker_begin(argc, argv, "bug-hunt",
-                  tr("the engine with your softmax, swiglu, vec_dot_plain and vec_axpy_plain",
-                     "用你的 softmax、swiglu、vec_dot_plain 和 vec_axpy_plain 运行引擎"));
+                  "the engine with your softmax, swiglu, vec_dot_plain and vec_axpy_plain",
+                  "用你的 softmax、swiglu、vec_dot_plain 和 vec_axpy_plain 运行引擎");
     const std::string hunt =
         tr("which of the four functions? Do not guess: run\n"
            "  /usr/bin/python3 tools/trace_diff.py models/tiny --tokens 1,2,3 --binary build/exercise/bug-hunt/check\n"

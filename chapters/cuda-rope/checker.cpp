@@ -52,8 +52,8 @@ static void run_case(Group& g, int n_heads, int hd, int pos, float theta, const 
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "cuda-rope",
-                  tr("one CUDA thread per RoPE pair, run on the CPU, against kernels.cpp:apply_rope",
-                     "每个 RoPE 数对一个 CUDA 线程，在 CPU 上运行，与 kernels.cpp:apply_rope 对照"));
+                  "one CUDA thread per RoPE pair, run on the CPU, against kernels.cpp:apply_rope",
+                  "每个 RoPE 数对一个 CUDA 线程，在 CPU 上运行，与 kernels.cpp:apply_rope 对照");
     const std::string generic =
         tr("idx -> (t, h, i): i = idx % half, h = idx / half % n_heads, t = idx / half / n_heads; the pair is "
            "(v[i], v[i + half]) of that head, angle = (pos0 + t) * theta^(-2i/head_dim).",

@@ -62,7 +62,8 @@ static void rewrite_tiny(const std::string& dir, const std::string& model_type, 
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "family",
-                  tr("a row of arch.cpp's family table for Llama checkpoints", "为 Llama 检查点在 arch.cpp 的模型家族表里加一行"));
+                  "a row of arch.cpp's family table for Llama checkpoints",
+                  "为 Llama 检查点在 arch.cpp 的模型家族表里加一行");
 
     Group old(tr("the Qwen rows are still found, an unknown type is not", "Qwen 的几行仍然能找到，未知的类型找不到"));
     for (const char* t : {"qwen2", "qwen3", "gpt2", ""}) {

@@ -203,8 +203,8 @@ static void run_case(Group& g, const Model& m, Net& ref, Net& stu, const std::ve
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "layer",
-                  tr("one Qwen2 decoder layer from the engine's kernels, against net.cpp's own",
-                     "用引擎的核函数搭出一个 Qwen2 解码器层，与 net.cpp 自己的对照"));
+                  "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own",
+                  "用引擎的核函数搭出一个 Qwen2 解码器层，与 net.cpp 自己的对照");
     kernels_init(KernelSet::Plain, 1);
     Model m;
     Tokenizer tok;

@@ -99,8 +99,8 @@ static void run_case(Group& g, const Model& m, const LensCapture& cap, int depth
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "lens",
-                  tr("the logit lens at one depth: the residual stream through the final norm and the LM head",
-                     "某一深度上的 logit 透镜：残差流经过最后的归一化和语言模型头"));
+                  "the logit lens at one depth: the residual stream through the final norm and the LM head",
+                  "某一深度上的 logit 透镜：残差流经过最后的归一化和语言模型头");
     kernels_init(KernelSet::Plain, 1);
 
     // The book's worked example: hidden 4, vocabulary of 3, one layer, two

@@ -203,8 +203,8 @@ static void random_block(uint8_t* in, int bytes, bool k) {
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "q4",
-                  tr("a Q4_0 block (32 weights in 18 bytes) and a Q4_K super-block (256 in 144)",
-                     "一个 Q4_0 块（18 个字节存 32 个权重）和一个 Q4_K 超级块（144 个字节存 256 个）"));
+                  "a Q4_0 block (32 weights in 18 bytes) and a Q4_K super-block (256 in 144)",
+                  "一个 Q4_0 块（18 个字节存 32 个权重）和一个 Q4_K 超级块（144 个字节存 256 个）");
 
     // ---- 1. The book's blocks.
     Group book(tr("the book's blocks", "书中的块"));

@@ -84,8 +84,8 @@ static void run_case(Group& g, const std::string& name, const std::vector<float>
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "q8_0",
-                  tr("32 floats -> one f16 scale d = max|x|/127 and 32 int8 round(x/d)",
-                     "32 个 float -> 一个 f16 缩放因子 d = max|x|/127 和 32 个 int8 round(x/d)"));
+                  "32 floats -> one f16 scale d = max|x|/127 and 32 int8 round(x/d)",
+                  "32 个 float -> 一个 f16 缩放因子 d = max|x|/127 和 32 个 int8 round(x/d)");
 
     Group book(tr("the book's block", "书中的块"));
     {

@@ -28,7 +28,7 @@ static void run_case(Group& g, const std::string& name, const std::vector<float>
 }
 
 int main(int argc, char** argv) {
-    checker_begin(argc, argv, "rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w");
+    checker_begin(argc, argv, "rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w", "out = x / sqrt(mean(x^2) + eps) * w");
     const std::string usual =
         tr("rms = sqrt(sum of x[i]^2 / n + eps): the mean of the squares (divide by n), eps inside the root, "
            "then multiply by w[i].",

@@ -95,7 +95,8 @@ static void check_roulette(Group& g, const std::string& name, const std::vector<
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "rng",
-                  tr("xorshift128, a uniform float, and the roulette draw", "xorshift128、均匀分布的 float，以及轮盘抽取"));
+                  "xorshift128, a uniform float, and the roulette draw",
+                  "xorshift128、均匀分布的 float，以及轮盘抽取");
 
     Group book(tr("the book's numbers for seed 1", "书中随机种子 1 的那些数"));
     {

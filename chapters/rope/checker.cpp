@@ -79,8 +79,8 @@ static void run_case(Group& g, int n_heads, int hd, int pos, float theta, double
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "rope",
-                  tr("rotate pairs (i, i + head_dim/2) by pos * theta^(-2i/head_dim)",
-                     "把每一对 (i, i + head_dim/2) 旋转 pos * theta^(-2i/head_dim)"));
+                  "rotate pairs (i, i + head_dim/2) by pos * theta^(-2i/head_dim)",
+                  "把每一对 (i, i + head_dim/2) 旋转 pos * theta^(-2i/head_dim)");
 
     Group book(tr("the book's worked example", "书中的演算示例"));
     book.start("v=(1,0,0,1), head_dim 4, pos 1, theta 10000 -> (0.5403, -0.0100, 0.8415, 1.0000)");

@@ -232,8 +232,8 @@ static std::string with_entry(const std::string& entry, size_t data = 24) {
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "safetensors",
-                  tr("the header: N, then JSON naming each tensor's dtype, shape and bytes",
-                     "文件头：先是 N，然后是 JSON，写明每个张量的 dtype、形状和字节范围"));
+                  "the header: N, then JSON naming each tensor's dtype, shape and bytes",
+                  "文件头：先是 N，然后是 JSON，写明每个张量的 dtype、形状和字节范围");
 
     Group small(tr("small valid files", "合法的小文件"));
     run_case(small, tr("one F32 tensor [2, 3]", "一个 F32 张量 [2, 3]"), valid_file({{"w", "F32", {2, 3}}}, {0}, 0));

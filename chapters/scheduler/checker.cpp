@@ -77,8 +77,8 @@ struct Case { const char* name; int budget; std::vector<SlotView> slots; std::ve
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "scheduler",
-                  tr("the rows of one continuous-batching step: decode first, then prompt chunks",
-                     "连续批处理一步里的各行：先解码，再是提示词的分段"));
+                  "the rows of one continuous-batching step: decode first, then prompt chunks",
+                  "连续批处理一步里的各行：先解码，再是提示词的分段");
 
     SlotView F;  // free
     auto pre = [](int id, int len, int done) { SlotView v; v.busy = true; v.id = id; v.prompt_len = len; v.prefilled = done; return v; };

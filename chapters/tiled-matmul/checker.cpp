@@ -104,7 +104,8 @@ static void run_case(Group& g, const std::string& name, const TestMat& tm, const
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "tiled-matmul",
-                  tr("a cache-blocked matmul_plain, bit-equal to the untiled one", "按缓存分块的 matmul_plain，与不分块的逐位相同"));
+                  "a cache-blocked matmul_plain, bit-equal to the untiled one",
+                  "按缓存分块的 matmul_plain，与不分块的逐位相同");
 
     Group book(tr("worked by hand", "手算的例子"));
     {

@@ -88,7 +88,8 @@ static float safe_p(const std::vector<float>& l, float p, double gap) {
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "top-p",
-                  tr("keep the fewest most likely tokens whose probabilities reach p", "留下概率之和达到 p 的最少几个最可能的词元"));
+                  "keep the fewest most likely tokens whose probabilities reach p",
+                  "留下概率之和达到 p 的最少几个最可能的词元");
 
     Group book(tr("the book's five tokens", "书中的五个词元"));
     std::vector<float> five = {std::log(0.40f), std::log(0.30f), std::log(0.15f), std::log(0.10f), std::log(0.05f)};

@@ -145,7 +145,8 @@ static Watched watch_forward(const Model& m, const std::vector<int>& tokens) {
 
 int main(int argc, char** argv) {
     checker_begin(argc, argv, "watch",
-                  tr("the statistics of a tensor (-vv) and the entropy of attention (-v)", "张量的统计量（-vv）和注意力的熵（-v）"));
+                  "the statistics of a tensor (-vv) and the entropy of attention (-v)",
+                  "张量的统计量（-vv）和注意力的熵（-v）");
 
     Group book(tr("the book's small examples", "书中的小例子"));
     stats_case(book, tr("x = (1, -2, 3): n 3, min -2, max 3, mean 2/3, rms sqrt(14/3)",
