@@ -133,7 +133,7 @@ static std::string compare_parsed(Parsed want, Parsed got, std::string& hint) {
     if (got.tensors.size() != want.tensors.size()) {
         hint = got.tensors.empty() ? tr("no tensors at all: is it still the stub?", "一个张量都没有：是不是还是桩函数？")
                                    : tr("one TensorInfo per key of the header, except \"__metadata__\".",
-                                        "头部的每个键对应一个 TensorInfo，\"__metadata__\" 除外。");
+                                        "文件头的每个键对应一个 TensorInfo，\"__metadata__\" 除外。");
         return fmt(tr("expected %zu tensors, got %zu", "应有 %zu 个张量，实际有 %zu 个"), want.tensors.size(), got.tensors.size());
     }
     for (size_t i = 0; i < want.tensors.size(); i++) {
@@ -143,7 +143,7 @@ static std::string compare_parsed(Parsed want, Parsed got, std::string& hint) {
             continue;
         if (w.name == g.name && w.offset != g.offset && g.offset + 8 + want.header_len == w.offset)
             hint = tr("offset is from the start of the file: add the 8 bytes of N and the N bytes of header to begin.",
-                      "offset 从文件开头算起：在 begin 上加上 N 的 8 个字节和头部的 N 个字节。");
+                      "offset 从文件开头算起：在 begin 上加上 N 的 8 个字节和文件头的 N 个字节。");
         else if (w.offset == g.offset && w.data != g.data)
             hint = tr("data must point at the tensor: (const uint8_t*)m.map + offset.",
                       "data 必须指向这个张量：(const uint8_t*)m.map + offset。");
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
 
     Group small(tr("small valid files", "合法的小文件"));
     run_case(small, tr("one F32 tensor [2, 3]", "一个 F32 张量 [2, 3]"), valid_file({{"w", "F32", {2, 3}}}, {0}, 0));
-    run_case(small, tr("three dtypes, header keys not in file order", "三种 dtype，头部键的顺序与文件中的顺序不同"),
+    run_case(small, tr("three dtypes, header keys not in file order", "三种 dtype，文件头里键的顺序与数据在文件中的顺序不同"),
              valid_file({{"a.weight", "BF16", {4, 5}}, {"b.bias", "F16", {7}}, {"c", "F32", {3, 1, 2}}}, {2, 0, 1}, 0));
     run_case(small, tr("with __metadata__", "带 __metadata__"), valid_file({{"x", "F16", {8}}, {"y", "F32", {2}}}, {0, 1}, 0, "hello"));
     run_case(small, tr("a scalar (shape []) and a zero-size tensor at the end", "一个标量（形状 []），末尾还有一个大小为 0 的张量"),
@@ -247,10 +247,10 @@ int main(int argc, char** argv) {
         tr("N spans several bytes here: N = b[0] + b[1]*2^8 + b[2]*2^16 + ... (least significant first). Read "
            "wrongly, the \"header\" you parse is the wrong bytes.",
            "这里的 N 占了好几个字节：N = b[0] + b[1]*2^8 + b[2]*2^16 + ...（最低位在前）。"
-           "读错了，你解析的“头部”就是一段错误的字节。");
-    run_case(small, tr("header longer than 255 bytes (N needs 2 bytes)", "头部超过 255 字节（N 要用 2 个字节）"),
+           "读错了，你解析的“文件头”就是一段错误的字节。");
+    run_case(small, tr("header longer than 255 bytes (N needs 2 bytes)", "文件头超过 255 字节（N 要用 2 个字节）"),
              valid_file({{"t", "F32", {2}}}, {0}, 0, std::string(300, 'm')), bytes_of_n);
-    run_case(small, tr("header longer than 65,535 bytes (N needs 3 bytes)", "头部超过 65,535 字节（N 要用 3 个字节）"),
+    run_case(small, tr("header longer than 65,535 bytes (N needs 3 bytes)", "文件头超过 65,535 字节（N 要用 3 个字节）"),
              valid_file({{"t", "BF16", {2}}}, {0}, 0, std::string(70000, 'm')), bytes_of_n);
     {
         std::vector<Spec> many;
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
     Group bad(tr("damaged files: both must refuse them", "损坏的文件：两边都必须拒绝"));
     run_case(bad, tr("5 bytes in all", "总共只有 5 个字节"), std::string("\x10\0\0\0\0", 5));
     run_case(bad, "N = 0", u64le(0) + "{}");
-    run_case(bad, tr("N past the end of the file (truncated inside the header)", "N 超出了文件末尾（文件在头部中间被截断）"),
+    run_case(bad, tr("N past the end of the file (truncated inside the header)", "N 超出了文件末尾（文件头还没完就被截断了）"),
              u64le(1000) + "{\"a\":1}");
     run_case(bad, tr("N = 2^64 - 4: 8 + N wraps around to 4", "N = 2^64 - 4：8 + N 回绕成 4"), u64le(~3ull) + "{\"a\":1}  ",
              tr("8 + N overflowed: with N = 2^64 - 4 the sum is 4, which looks in range. Refuse N > 100,000,000 "
@@ -289,8 +289,8 @@ int main(int argc, char** argv) {
                 "8 + N 溢出了：N = 2^64 - 4 时和是 4，看起来没有越界。在做加法之前，先拒绝 N > 100,000,000。"));
     run_case(bad, tr("N = 200,000,000 (over the 100 MB cap)", "N = 200,000,000（超过 100 MB 上限）"),
              u64le(200000000) + std::string(16, ' '));
-    run_case(bad, tr("header is not JSON", "头部不是 JSON"), file_of("{\"a\": {\"dtype\": ", 8));
-    run_case(bad, tr("header is a JSON array", "头部是一个 JSON 数组"), file_of("[1, 2, 3]", 8));
+    run_case(bad, tr("header is not JSON", "文件头不是 JSON"), file_of("{\"a\": {\"dtype\": ", 8));
+    run_case(bad, tr("header is a JSON array", "文件头是一个 JSON 数组"), file_of("[1, 2, 3]", 8));
     run_case(bad, tr("a tensor without dtype", "一个没有 dtype 的张量"), with_entry("{\"shape\":[2],\"data_offsets\":[8,16]}"));
     run_case(bad, tr("dtype I64 (not supported)", "dtype 为 I64（不支持）"),
              with_entry("{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[8,16]}"));
@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
     run_case(bad, "begin > end", with_entry("{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[16,8]}"));
     run_case(bad, tr("end past the data section (a truncated download)", "end 超出了数据区（下载不完整）"),
              with_entry("{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[8,40]}"));
-    run_case(bad, tr("bytes do not match shape x dtype (the header lies)", "字节数与 shape x dtype 不符（头部说了假话）"),
+    run_case(bad, tr("bytes do not match shape x dtype (the header lies)", "字节数与 shape x dtype 不符（文件头说了假话）"),
              with_entry("{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[8,16]}"));
     run_case(bad, tr("BF16 counted as 4 bytes per element", "把 BF16 按每个元素 4 字节算"),
              with_entry("{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[8,24]}"));
