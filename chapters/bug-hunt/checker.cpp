@@ -47,29 +47,36 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
-    checker_begin(argc, argv, "bug-hunt", "the engine with your softmax, swiglu, vec_dot_plain and vec_axpy_plain");
+    checker_begin(argc, argv, "bug-hunt",
+                  "the engine with your softmax, swiglu, vec_dot_plain and vec_axpy_plain",
+                  "用你的 softmax、swiglu、vec_dot_plain 和 vec_axpy_plain 运行引擎");
     const std::string hunt =
-        "which of the four functions? Do not guess: run\n"
-        "  /usr/bin/python3 tools/trace_diff.py models/tiny --tokens 1,2,3 --binary build/exercise/bug-hunt/check\n"
-        "(this checker with ./run's arguments is ./run with your functions). The first tensor it marks was\n"
-        "computed by one of them; chapter 10 says which tensor comes from which step of the layer.";
+        tr("which of the four functions? Do not guess: run\n"
+           "  /usr/bin/python3 tools/trace_diff.py models/tiny --tokens 1,2,3 --binary build/exercise/bug-hunt/check\n"
+           "(this checker with ./run's arguments is ./run with your functions). The first tensor it marks was\n"
+           "computed by one of them; chapter 10 says which tensor comes from which step of the layer.",
+           "是四个函数中的哪一个？别猜，运行\n"
+           "  /usr/bin/python3 tools/trace_diff.py models/tiny --tokens 1,2,3 --binary build/exercise/bug-hunt/check\n"
+           "（给这个检查程序 ./run 的参数，它就是换上了你的函数的 ./run）。它标出的第一个张量\n"
+           "就是其中某个函数算出来的；第 10 章说明了哪个张量来自层里的哪一步。");
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Plain, 1);
 
-    Group one("a one-token prompt at position 0 (a bug can hide here)");
+    Group one(tr("a one-token prompt at position 0 (a bug can hide here)", "位置 0 上只有一个词元的提示词（bug 可能藏在这里）"));
     if (load_tiny(one, m, tok)) check_forward(one, m, {tokenizer_encode(tok, "In")[0]}, 0, 1e-4);
     one.end();
 
-    Group f32("end to end: models/tiny, a 9-token prompt and 8 decode steps, f32 cache", 2);
+    Group f32(tr("end to end: models/tiny, a 9-token prompt and 8 decode steps, f32 cache",
+                 "端到端：models/tiny，9 个词元的提示词加 8 步解码，f32 缓存"), 2);
     if (!m.layers.empty()) {
         std::vector<int> prompt = tokenizer_encode(tok, "The first tensor that differs is the clue.");
         check_forward(f32, m, prompt, 8, 1e-4);
-        if (f32.failed) f32.say_indented("hint: " + hunt);
+        if (f32.failed) f32.say_indented(tr("hint: ", "提示：") + hunt);
     }
     f32.end();
 
-    Group bf16("end to end: the same with a bf16 cache (--kv-type bf16)", 2);
+    Group bf16(tr("end to end: the same with a bf16 cache (--kv-type bf16)", "端到端：同上，换成 bf16 缓存（--kv-type bf16）"), 2);
     if (!m.layers.empty())
         check_forward(bf16, m, tokenizer_encode(tok, "A cache of half the bytes."), 6, 1e-4, 0, DType::BF16);
     bf16.end();

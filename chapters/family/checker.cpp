@@ -61,44 +61,63 @@ static void rewrite_tiny(const std::string& dir, const std::string& model_type, 
 }
 
 int main(int argc, char** argv) {
-    checker_begin(argc, argv, "family", "a row of arch.cpp's family table for Llama checkpoints");
+    checker_begin(argc, argv, "family",
+                  "a row of arch.cpp's family table for Llama checkpoints",
+                  "为 Llama 检查点在 arch.cpp 的模型家族表里加一行");
 
-    Group old("the Qwen rows are still found, an unknown type is not");
+    Group old(tr("the Qwen rows are still found, an unknown type is not", "Qwen 的几行仍然能找到，未知的类型找不到"));
     for (const char* t : {"qwen2", "qwen3", "gpt2", ""}) {
         old.start(fmt("model_type \"%s\"", t));
         const Arch *want = arch_by_model_type_reference(t), *got = arch_by_model_type_student(t);
         if (want != got)
-            old.fail(fmt("expected %s, got %s", want ? want->name : "nullptr", got ? got->name : "nullptr"),
-                     "arch_by_model_type still answers for ARCHS' rows (the same pointer) and nullptr for a type no row has.");
+            old.fail(fmt(tr("expected %s, got %s", "应为 %s，实际是 %s"), want ? want->name : "nullptr", got ? got->name : "nullptr"),
+                     tr("arch_by_model_type still answers for ARCHS' rows (the same pointer) and nullptr for a type no row has.",
+                        "arch_by_model_type 对 ARCHS 里已有的行仍要给出答案（同一个指针），对哪一行都没有的类型返回 nullptr。"));
     }
     old.end();
 
-    Group row("the Llama row: its fields and its tensors' names");
+    Group row(tr("the Llama row: its fields and its tensors' names", "Llama 这一行：它的字段和张量名"));
     const Arch* q2 = arch_by_model_type_reference("qwen2");
     const Arch* a = arch_by_model_type_student("llama");
     row.start("arch_by_model_type(\"llama\")");
-    if (!a) row.fail("got nullptr", "the row's model_type (its second field) is what config.json says: \"llama\".");
+    if (!a)
+        row.fail(tr("got nullptr", "得到的是 nullptr"),
+                 tr("the row's model_type (its second field) is what config.json says: \"llama\".",
+                    "这一行的 model_type（第二个字段）就是 config.json 里写的：\"llama\"。"));
     else {
-        row.start("the fields");
+        row.start(tr("the fields", "各个字段"));
         std::string d;
-        if (!a->model_type || strcmp(a->model_type, "llama")) d += "model_type is " + name_or_null(a->model_type) + ", not \"llama\"\n";
-        if (!a->name || strcmp(a->name, "llama")) d += "name (GGUF's general.architecture) is " + name_or_null(a->name) + ", not \"llama\"\n";
-        if (a->qkv_bias) d += "qkv_bias is true: Llama's q, k and v have no bias\n";
-        if (a->qk_norm) d += "qk_norm is true: Llama has no norm per head (that is Qwen3's)\n";
-        if (a->head_dim_stated) d += "head_dim_stated is true: a Llama head is hidden / heads wide unless config.json says\n";
-        if (a->tied_head) d += "tied_head is true: a Llama head is its own matrix unless config.json ties it\n";
-        if (!d.empty()) row.fail(d.substr(0, d.size() - 1), "arch.h says what each field changes.");
-        row.start("the global tensors");
+        if (!a->model_type || strcmp(a->model_type, "llama"))
+            d += fmt(tr("model_type is %s, not \"llama\"\n", "model_type 是 %s，不是 \"llama\"\n"), name_or_null(a->model_type).c_str());
+        if (!a->name || strcmp(a->name, "llama"))
+            d += fmt(tr("name (GGUF's general.architecture) is %s, not \"llama\"\n",
+                        "name（GGUF 的 general.architecture）是 %s，不是 \"llama\"\n"),
+                     name_or_null(a->name).c_str());
+        if (a->qkv_bias) d += tr("qkv_bias is true: Llama's q, k and v have no bias\n", "qkv_bias 是 true：Llama 的 q、k、v 没有偏置\n");
+        if (a->qk_norm)
+            d += tr("qk_norm is true: Llama has no norm per head (that is Qwen3's)\n",
+                    "qk_norm 是 true：Llama 没有按注意力头做的归一化（那是 Qwen3 的）\n");
+        if (a->head_dim_stated)
+            d += tr("head_dim_stated is true: a Llama head is hidden / heads wide unless config.json says\n",
+                    "head_dim_stated 是 true：除非 config.json 另有说明，Llama 的注意力头宽度是 hidden / heads\n");
+        if (a->tied_head)
+            d += tr("tied_head is true: a Llama head is its own matrix unless config.json ties it\n",
+                    "tied_head 是 true：除非 config.json 要求共享嵌入，Llama 的语言模型头是一个独立的矩阵\n");
+        if (!d.empty()) row.fail(d.substr(0, d.size() - 1), tr("arch.h says what each field changes.", "每个字段改变什么，arch.h 里有说明。"));
+        row.start(tr("the global tensors", "全局张量"));
         for (const ArchTensor& t : q2->globals) {
             const ArchTensor* s = arch_tensor(*a, t.role);
             if (!s || !s->hf || !s->gguf || strcmp(s->hf, t.hf) || strcmp(s->gguf, t.gguf)) {
-                row.fail(fmt("the tensor of role %d: expected \"%s\" / \"%s\", got %s / %s", (int)t.role, t.hf, t.gguf,
-                             s ? name_or_null(s->hf).c_str() : "(none)", s ? name_or_null(s->gguf).c_str() : "(none)"),
-                         "Llama names its embedding, final norm and LM head as Qwen does: arch.cpp's QWEN_GLOBALS.");
+                row.fail(fmt(tr("the tensor of role %d: expected \"%s\" / \"%s\", got %s / %s",
+                                "角色为 %d 的张量：应为 \"%s\" / \"%s\"，实际是 %s / %s"),
+                             (int)t.role, t.hf, t.gguf, s ? name_or_null(s->hf).c_str() : tr("(none)", "（无）"),
+                             s ? name_or_null(s->gguf).c_str() : tr("(none)", "（无）")),
+                         tr("Llama names its embedding, final norm and LM head as Qwen does: arch.cpp's QWEN_GLOBALS.",
+                            "Llama 的嵌入、最后的归一化和语言模型头与 Qwen 同名：见 arch.cpp 的 QWEN_GLOBALS。"));
                 break;
             }
         }
-        row.start("one layer's tensors, in order");
+        row.start(tr("one layer's tensors, in order", "一层的张量，按顺序"));
         std::vector<const ArchTensor*> want;
         for (const ArchTensor& t : q2->layer)
             if (!is_bias(t.role)) want.push_back(&t);
@@ -114,38 +133,43 @@ int main(int argc, char** argv) {
             for (const ArchTensor* t : want) names += std::string(names.empty() ? "" : ", ") + t->hf;
             bool has_bias = false;
             for (const ArchTensor& t : a->layer) has_bias |= is_bias(t.role);
-            row.fail("expected " + names + "\ngot      " + (got_names.empty() ? "(none)" : got_names),
-                     has_bias ? "a Llama layer has no bias tensors: leave QBias, KBias and VBias out."
-                              : "the Qwen2 layer's tensors without the three biases, in the same order, with both names "
-                                "(arch.cpp's QWEN2_LAYER).");
+            row.fail(tr("expected ", "应为：") + names + tr("\ngot      ", "\n实际：") +
+                         (got_names.empty() ? std::string(tr("(none)", "（无）")) : got_names),
+                     has_bias ? tr("a Llama layer has no bias tensors: leave QBias, KBias and VBias out.",
+                                   "Llama 的层没有偏置张量：去掉 QBias、KBias 和 VBias。")
+                              : tr("the Qwen2 layer's tensors without the three biases, in the same order, with both names "
+                                   "(arch.cpp's QWEN2_LAYER).",
+                                   "就是 Qwen2 层的张量去掉三个偏置，顺序不变，两种名字都要有（见 arch.cpp 的 QWEN2_LAYER）。"));
         }
     }
     row.end();
 
-    Group e2e("end to end: models/tiny as a Llama checkpoint, its logits", 2);
+    Group e2e(tr("end to end: models/tiny as a Llama checkpoint, its logits", "端到端：把 models/tiny 当作 Llama 检查点，比较它的 logit"), 2);
     std::string llama = "build/exercise/family/tiny-llama", zero = "build/exercise/family/tiny-zero-bias";
-    e2e.start("write the two test folders");
+    e2e.start(tr("write the two test folders", "写出两个测试目录"));
     try {
         rewrite_tiny(llama, "llama", true);
         rewrite_tiny(zero, "qwen2", false);
     } catch (const std::exception& ex) {
-        e2e.fail(std::string("could not rewrite models/tiny: ") + ex.what(), "models/tiny comes from `make models`.");
+        e2e.fail(tr("could not rewrite models/tiny: ", "无法改写 models/tiny：") + std::string(ex.what()),
+                 tr("models/tiny comes from `make models`.", "models/tiny 由 `make models` 生成。"));
     }
     if (!e2e.failed) {
         kernels_init(KernelSet::Plain, 1);
         Model ref, stu;
-        e2e.start("load " + llama + " with your row, and " + zero + " with Qwen2's");
+        e2e.start(fmt(tr("load %s with your row, and %s with Qwen2's", "用你的那一行加载 %s，用 Qwen2 的加载 %s"), llama.c_str(),
+                      zero.c_str()));
         try {
             g_side = Side::Reference;
             load_model(ref, zero);
             g_side = Side::Student;
             load_model(stu, llama);
         } catch (const LanternError& ex) {
-            e2e.fail(std::string("loading failed: ") + ex.what(),
-                     g_groups_failed ? "fix the failures above first: they are smaller and say more." : "");
+            e2e.fail(tr("loading failed: ", "加载失败：") + std::string(ex.what()), g_groups_failed ? tr("fix the failures above first: they are smaller and say more.", "先修好上面的失败：它们规模更小，说明的问题也更多。") : "");
         }
         if (!e2e.failed) {
-            e2e.start("the logits of a prompt and 6 greedy steps, Llama without biases against Qwen2 with zero biases");
+            e2e.start(tr("the logits of a prompt and 6 greedy steps, Llama without biases against Qwen2 with zero biases",
+                         "一个提示词加 6 步贪心解码的 logit：没有偏置的 Llama 对照偏置为 0 的 Qwen2"));
             Net nr, ns;
             net_init(nr, ref, 32);
             net_init(ns, stu, 32);
@@ -158,7 +182,9 @@ int main(int argc, char** argv) {
                 std::vector<float> want(r, r + ref.cfg.vocab);
                 const float* s = forward(ns, in, T, pos, false);
                 std::string d = compare(want.data(), s, ref.cfg.vocab, 0.0);
-                if (!d.empty()) e2e.fail(fmt("step %d: ", step) + d, "a zero bias adds exactly 0: the two must agree bit for bit.");
+                if (!d.empty())
+                    e2e.fail(fmt(tr("step %d: ", "第 %d 步："), step) + d,
+                             tr("a zero bias adds exactly 0: the two must agree bit for bit.", "为 0 的偏置恰好加 0：两者必须逐位相同。"));
                 pos += T;
                 toks.push_back(sample_argmax(want.data(), ref.cfg.vocab));
             }

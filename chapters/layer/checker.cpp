@@ -113,51 +113,78 @@ static std::string diagnose(const std::string& buf, const std::vector<float>& go
         const std::vector<float>& raw = s[q ? "attn.q" : "attn.k"];
         const std::vector<float>& bias = q ? L.bq : L.bk;
         int heads = q ? c.n_heads : c.n_kv_heads;
-        if (close(got, raw)) return buf + " is not rotated: apply_rope to each token's row, at position pos + t.";
+        const char* b = buf.c_str();
+        if (close(got, raw))
+            return fmt(tr("%s is not rotated: apply_rope to each token's row, at position pos + t.",
+                          "%s 没有旋转：对每个词元的那一行调用 apply_rope，位置是 pos + t。"), b);
         if (close(got, unbias_rope(raw, bias, heads, c, pos)))
-            return "you forgot the bias: " + buf + " = h W" + buf + " + b" + buf + " (Qwen2 has biases on q, k and v: "
-                   "matmul's bias argument, L.b" + buf + ".data()).";
+            return fmt(tr("you forgot the bias: %s = h W%s + b%s (Qwen2 has biases on q, k and v: matmul's bias argument, "
+                          "L.b%s.data()).",
+                          "你忘了偏置：%s = h W%s + b%s（Qwen2 的 q、k、v 都有偏置：就是 matmul 的 bias 参数，"
+                          "L.b%s.data()）。"),
+                       b, b, b, b);
         if (pos > 0 && close(got, unbias_rope(raw, std::vector<float>(bias.size(), 0.0f), heads, c, 0) ))
-            return "rotated at position t; token t of this call sits at position pos + t.";
-        return buf + " = rmsnorm(x) (weights L.attn_norm) times W" + buf + ", plus b" + buf + ", then RoPE at pos + t.";
+            return tr("rotated at position t; token t of this call sits at position pos + t.",
+                      "你按位置 t 做了旋转；这次调用中的第 t 个词元位于位置 pos + t。");
+        return fmt(tr("%s = rmsnorm(x) (weights L.attn_norm) times W%s, plus b%s, then RoPE at pos + t.",
+                      "%s = rmsnorm(x)（权重 L.attn_norm）乘以 W%s，加上 b%s，再在位置 pos + t 做 RoPE。"),
+                   b, b, b);
     }
     if (buf == "v") {
         if (close(got, unbias_rope(s["attn.v"], L.bv, 0, c, 0)))
-            return "you forgot the bias: v = h Wv + bv (Qwen2 has biases on q, k and v: matmul's bias argument).";
-        return "v = rmsnorm(x) (weights L.attn_norm) times Wv, plus bv; v is not rotated.";
+            return tr("you forgot the bias: v = h Wv + bv (Qwen2 has biases on q, k and v: matmul's bias argument).",
+                      "你忘了偏置：v = h Wv + bv（Qwen2 的 q、k、v 都有偏置：就是 matmul 的 bias 参数）。");
+        return tr("v = rmsnorm(x) (weights L.attn_norm) times Wv, plus bv; v is not rotated.",
+                  "v = rmsnorm(x)（权重 L.attn_norm）乘以 Wv，加上 bv；v 不做旋转。");
     }
     if (buf == "the cache")
-        return "store token t's k (after RoPE) and v in cache row pos + t (kv_dim floats a row) before attention.";
+        return tr("store token t's k (after RoPE) and v in cache row pos + t (kv_dim floats a row) before attention.",
+                  "在计算注意力之前，把第 t 个词元的 k（RoPE 之后）和 v 存进缓存的第 pos + t 行（每行 kv_dim 个 float）。");
     if (buf == "att")
-        return "q, k, v and the cache are right, so: token t attends to positions 0..pos+t (pos + t + 1 keys, not "
-               "t + 1); query head i reads KV head i / (n_heads / n_kv_heads), whose keys start at float "
-               "kvh * head_dim of a row; rows are kv_dim floats apart (stride in bytes: kv_dim * 4).";
+        return tr("q, k, v and the cache are right, so: token t attends to positions 0..pos+t (pos + t + 1 keys, not "
+                  "t + 1); query head i reads KV head i / (n_heads / n_kv_heads), whose keys start at float "
+                  "kvh * head_dim of a row; rows are kv_dim floats apart (stride in bytes: kv_dim * 4).",
+                  "q、k、v 和缓存都对了，所以问题在这里：第 t 个词元关注位置 0..pos+t（pos + t + 1 个键，不是 "
+                  "t + 1 个）；查询注意力头 i 读取键值注意力头 i / (n_heads / n_kv_heads)，它的键从每行的第 "
+                  "kvh * head_dim 个 float 开始；行与行相隔 kv_dim 个 float（以字节计的 stride：kv_dim * 4）。");
     std::vector<float> mid = add(x_in, s["attn.o_proj"]);
     if (buf == "up") {
         if (close(got, up_of(add(s["attn_norm"], s["attn.o_proj"]), L.ffn_norm, m, T)))
-            return "the residual: x = x + att Wo adds to x itself, not to its normed copy h (did rmsnorm write over "
-                   "x?). The stream x goes through the layer un-normed; only the branches see rmsnorm(x).";
+            return tr("the residual: x = x + att Wo adds to x itself, not to its normed copy h (did rmsnorm write over "
+                      "x?). The stream x goes through the layer un-normed; only the branches see rmsnorm(x).",
+                      "残差：x = x + att Wo 是加到 x 本身上，而不是加到它归一化后的副本 h 上（rmsnorm 是不是把 x "
+                      "覆盖了？）。残差流 x 穿过这一层时不做归一化；只有两个分支看到的是 rmsnorm(x)。");
         if (close(got, up_of(s["attn.o_proj"], L.ffn_norm, m, T)))
-            return "you forgot the residual: x = x + att Wo, not x = att Wo.";
+            return tr("you forgot the residual: x = x + att Wo, not x = att Wo.",
+                      "你忘了残差：应该是 x = x + att Wo，而不是 x = att Wo。");
         if (close(got, up_of(mid, L.attn_norm, m, T)))
-            return "the second norm has its own weights: L.ffn_norm, not L.attn_norm.";
-        return "attention is right, so: x = x + att Wo (Wo has no bias), then h = rmsnorm(x) with L.ffn_norm, "
-               "then up = h W_up.";
+            return tr("the second norm has its own weights: L.ffn_norm, not L.attn_norm.",
+                      "第二个归一化有它自己的权重：是 L.ffn_norm，不是 L.attn_norm。");
+        return tr("attention is right, so: x = x + att Wo (Wo has no bias), then h = rmsnorm(x) with L.ffn_norm, "
+                  "then up = h W_up.",
+                  "注意力是对的，所以问题在后面：x = x + att Wo（Wo 没有偏置），然后用 L.ffn_norm 算 h = rmsnorm(x)，"
+                  "再算 up = h W_up。");
     }
     if (buf == "gate") {
-        if (close(got, s["mlp.gate"])) return "gate is h W_gate: now apply swiglu(gate, up, intermediate) to it.";
-        return "gate = silu(h W_gate) * up: matmul with L.w_gate, then swiglu(gate, up, intermediate) row by row.";
+        if (close(got, s["mlp.gate"]))
+            return tr("gate is h W_gate: now apply swiglu(gate, up, intermediate) to it.",
+                      "gate 是 h W_gate：接下来对它调用 swiglu(gate, up, intermediate)。");
+        return tr("gate = silu(h W_gate) * up: matmul with L.w_gate, then swiglu(gate, up, intermediate) row by row.",
+                  "gate = silu(h W_gate) * up：先用 L.w_gate 做矩阵乘法，再逐行调用 swiglu(gate, up, intermediate)。");
     }
-    if (close(got, s["mlp.down"])) return "you forgot the second residual: x = x + gate W_down.";
+    if (close(got, s["mlp.down"]))
+        return tr("you forgot the second residual: x = x + gate W_down.", "你忘了第二个残差：x = x + gate W_down。");
     if (close(got, add(s["ffn_norm"], s["mlp.down"])))
-        return "the residual adds to x itself, not to its normed copy h.";
-    return "the MLP's inputs are right, so the end is wrong: x = x + gate W_down (W_down has no bias).";
+        return tr("the residual adds to x itself, not to its normed copy h.", "残差是加到 x 本身上，而不是加到它归一化后的副本 h 上。");
+    return tr("the MLP's inputs are right, so the end is wrong: x = x + gate W_down (W_down has no bias).",
+              "多层感知机的输入是对的，所以错在最后：x = x + gate W_down（W_down 没有偏置）。");
 }
 
 // One call of the layer: the engine's forward and the student's on the same tokens.
 static void run_case(Group& g, const Model& m, Net& ref, Net& stu, const std::vector<int>& tokens, int pos) {
     int T = (int)tokens.size();
-    g.start(T == 1 ? fmt("1 token at position %d", pos) : fmt("%d tokens at positions %d..%d", T, pos, pos + T - 1));
+    g.start(T == 1 ? fmt(tr("1 token at position %d", "位置 %d 上的 1 个词元"), pos)
+                   : fmt(tr("%d tokens at positions %d..%d", "%d 个词元，位置 %d..%d"), T, pos, pos + T - 1));
     forward_reference(ref, tokens, pos);
     forward_student(stu, tokens, pos);
     std::vector<float> x_in = g_seen["embed"];
@@ -167,13 +194,17 @@ static void run_case(Group& g, const Model& m, Net& ref, Net& stu, const std::ve
         std::string d = compare(want[buf], got[buf], 2e-5);
         if (d.empty()) continue;
         bool stub = got["x"] == x_in;
-        return g.fail(std::string(buf) + " (the first buffer that differs from the engine's): " + d,
-                      stub ? "x came back unchanged: is it still the stub?" : diagnose(buf, got[buf], x_in, m, T, pos));
+        return g.fail(fmt(tr("%s (the first buffer that differs from the engine's): ", "%s（第一个与引擎不同的缓冲区）："),
+                          strcmp(buf, "the cache") ? buf : tr("the cache", "缓存")) + d,
+                      stub ? tr("x came back unchanged: is it still the stub?", "x 原样返回了：是不是还是桩函数？")
+                           : diagnose(buf, got[buf], x_in, m, T, pos));
     }
 }
 
 int main(int argc, char** argv) {
-    checker_begin(argc, argv, "layer", "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own");
+    checker_begin(argc, argv, "layer",
+                  "one Qwen2 decoder layer from the engine's kernels, against net.cpp's own",
+                  "用引擎的核函数搭出一个 Qwen2 解码器层，与 net.cpp 自己的对照");
     kernels_init(KernelSet::Plain, 1);
     Model m;
     Tokenizer tok;
@@ -182,7 +213,7 @@ int main(int argc, char** argv) {
     const Config& c = m.cfg;
     const int n_ctx = 64;
 
-    Group one("one token at position 0: attention over itself");
+    Group one(tr("one token at position 0: attention over itself", "位置 0 上的一个词元：只对自己做注意力"));
     {
         Net ref, stu;
         net_init(ref, m, n_ctx);
@@ -195,17 +226,20 @@ int main(int argc, char** argv) {
     Net ref, stu;
     net_init(ref, m, n_ctx);
     net_init(stu, m, n_ctx);
-    Group prompt("a 5-token prompt at positions 0..4 (causal: each token sees the ones before it)");
+    Group prompt(tr("a 5-token prompt at positions 0..4 (causal: each token sees the ones before it)",
+                    "位置 0..4 上 5 个词元的提示词（因果：每个词元只看到它前面的词元）"));
     run_case(prompt, m, ref, stu, {785, 1156, 315, 279, 1879}, 0);
     prompt.end();
-    Group chunk("a second chunk of 3 tokens at positions 5..7 (the cache holds 0..4)");
+    Group chunk(tr("a second chunk of 3 tokens at positions 5..7 (the cache holds 0..4)",
+                   "第二段 3 个词元，位置 5..7（缓存里已有 0..4）"));
     run_case(chunk, m, ref, stu, {374, 264, 3460}, 5);
     chunk.end();
-    Group decode("decode: one token a step at positions 8..11");
+    Group decode(tr("decode: one token a step at positions 8..11", "解码：位置 8..11，每步一个词元"));
     for (int p = 8; p < 12; p++) run_case(decode, m, ref, stu, {1000 + 37 * p}, p);
     decode.end();
 
-    Group e2e("end to end: your layer for all 4 layers of models/tiny, then the final norm and the LM head", 2);
+    Group e2e(tr("end to end: your layer for all 4 layers of models/tiny, then the final norm and the LM head",
+                 "端到端：models/tiny 的全部 4 层都用你的层，然后是最后的归一化和语言模型头"), 2);
     {
         Net r, s;
         net_init(r, m, n_ctx);
@@ -214,7 +248,8 @@ int main(int argc, char** argv) {
         int at = 0;
         for (int step = 0; step <= 6; step++) {
             int T = step == 0 ? (int)tokens.size() : 1;
-            e2e.start(step == 0 ? fmt("the %d-token prompt", T) : fmt("decode step %d at position %d", step, at));
+            e2e.start(step == 0 ? fmt(tr("the %d-token prompt", "%d 个词元的提示词"), T)
+                                : fmt(tr("decode step %d at position %d", "第 %d 步解码，位置 %d"), step, at));
             std::vector<int> chunk(tokens.begin() + at, tokens.begin() + at + T);
             const float* lr = forward_reference(r, chunk, at);
             std::vector<float> want(lr, lr + c.vocab);
@@ -222,10 +257,13 @@ int main(int argc, char** argv) {
             std::vector<float> got(ls, ls + c.vocab);
             std::string d = compare(want, got, 1e-4);
             if (!d.empty()) {
-                e2e.fail("the logits differ: " + d, g_groups_failed ? "fix the failures above first: they say which step."
-                                                                    : "layer 0 is right but the stack is not? Use the "
-                                                                      "layer you are given (net.model->layers[layer]), "
-                                                                      "never layer 0's weights.");
+                e2e.fail(tr("the logits differ: ", "logit 不同：") + d,
+                         g_groups_failed ? tr("fix the failures above first: they say which step.",
+                                              "先修好上面的失败：它们会指出是哪一步。")
+                                         : tr("layer 0 is right but the stack is not? Use the layer you are given "
+                                              "(net.model->layers[layer]), never layer 0's weights.",
+                                              "第 0 层对了，叠起来却不对？用传给你的那一层（net.model->layers[layer]），"
+                                              "不要总用第 0 层的权重。"));
                 break;
             }
             at += T;
@@ -237,7 +275,8 @@ int main(int argc, char** argv) {
     // The server's batch: rows of several sequences in one call, each at its
     // own positions and with its own keys in a shared pool of pages
     // (forward_batch, kv_pages.h). The same layer must serve it.
-    Group batch("a batch: two sequences in one call, each at its own positions, in a paged pool");
+    Group batch(tr("a batch: two sequences in one call, each at its own positions, in a paged pool",
+                   "一个批：一次调用里两个序列，各在自己的位置上，键值存放在分页的池里"));
     {
         Net net;
         net_init(net, m, 1);  // forward_batch uses only the Net's scratch
@@ -265,18 +304,23 @@ int main(int argc, char** argv) {
             const float* l = forward_batch(net, s, 2);
             want[side].assign(l, l + 2 * c.vocab);
         }
-        batch.start(fmt("a's last 2 tokens at positions %d..%d beside b's 2 at 0..1", (int)a.size() - 2, (int)a.size() - 1));
+        batch.start(fmt(tr("a's last 2 tokens at positions %d..%d beside b's 2 at 0..1",
+                           "a 的最后 2 个词元在位置 %d..%d，旁边是 b 在 0..1 的 2 个词元"),
+                        (int)a.size() - 2, (int)a.size() - 1));
         std::string d = compare(want[0], want[1], 1e-4);
         if (!d.empty())
-            batch.fail("the logits differ: " + d, "row t is at position rows.pos[t] of sequence rows.seq[t]: its keys "
-                                                  "and values go to that sequence's view (rows.seqs[rows.seq[t]].kv), "
-                                                  "and each sequence's rows attend only to its own keys.");
+            batch.fail(tr("the logits differ: ", "logit 不同：") + d,
+                       tr("row t is at position rows.pos[t] of sequence rows.seq[t]: its keys and values go to that "
+                          "sequence's view (rows.seqs[rows.seq[t]].kv), and each sequence's rows attend only to its own keys.",
+                          "第 t 行是序列 rows.seq[t] 中位置 rows.pos[t] 上的词元：它的键和值要写进那个序列的视图"
+                          "（rows.seqs[rows.seq[t]].kv），而且每个序列的行只对它自己的键做注意力。"));
     }
     batch.end();
 
     // --ablate (net.h: Ablation): the layer's two hooks switch parts off,
     // whoever wrote the layer. Heads of two layers and one MLP, off in both Nets.
-    Group ablate("--ablate: heads 1.0 and 2.3 and layer 3's MLP switched off (net.h: ablate_heads, ablate_mlp)");
+    Group ablate(tr("--ablate: heads 1.0 and 2.3 and layer 3's MLP switched off (net.h: ablate_heads, ablate_mlp)",
+                    "--ablate：关掉注意力头 1.0 和 2.3 以及第 3 层的多层感知机（net.h：ablate_heads、ablate_mlp）"));
     {
         Net r, s;
         net_init(r, m, n_ctx);
@@ -284,16 +328,20 @@ int main(int argc, char** argv) {
         r.ablate.heads = s.ablate.heads = {{1, 0}, {2, 3}};
         r.ablate.mlps = s.ablate.mlps = {3};
         std::vector<int> tokens = tokenizer_encode(tok, "A head switched off is a row of zeros.");
-        ablate.start(fmt("the %d-token prompt", (int)tokens.size()));
+        ablate.start(fmt(tr("the %d-token prompt", "%d 个词元的提示词"), (int)tokens.size()));
         const float* lr = forward_reference(r, tokens, 0);
         std::vector<float> want(lr, lr + c.vocab);
         const float* ls = forward_student(s, tokens, 0);
         std::string d = compare(want, std::vector<float>(ls, ls + c.vocab), 1e-4);
         if (!d.empty())
-            ablate.fail("the logits differ: " + d, g_groups_failed ? "fix the failures above first: they say which step."
-                                                                  : "call ablate_heads(net, layer, net.att.data(), T) just "
-                                                                    "before the output projection, and ablate_mlp(net, layer, "
-                                                                    "out, T) on the MLP's output before adding it to x.");
+            ablate.fail(tr("the logits differ: ", "logit 不同：") + d,
+                        g_groups_failed ? tr("fix the failures above first: they say which step.",
+                                             "先修好上面的失败：它们会指出是哪一步。")
+                                        : tr("call ablate_heads(net, layer, net.att.data(), T) just before the output "
+                                             "projection, and ablate_mlp(net, layer, out, T) on the MLP's output before "
+                                             "adding it to x.",
+                                             "在输出投影之前调用 ablate_heads(net, layer, net.att.data(), T)，"
+                                             "并在把多层感知机的输出加到 x 之前，对它调用 ablate_mlp(net, layer, out, T)。"));
     }
     ablate.end();
     return finish("layer");

@@ -28,16 +28,17 @@ static void run_case(Group& g, const std::string& name, const std::vector<float>
 }
 
 int main(int argc, char** argv) {
-    checker_begin(argc, argv, "rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w");
+    checker_begin(argc, argv, "rmsnorm", "out = x / sqrt(mean(x^2) + eps) * w", "out = x / sqrt(mean(x^2) + eps) * w");
     const std::string usual =
-        "rms = sqrt(sum of x[i]^2 / n + eps): the mean of the squares (divide by n), eps inside the root, "
-        "then multiply by w[i].";
+        tr("rms = sqrt(sum of x[i]^2 / n + eps): the mean of the squares (divide by n), eps inside the root, "
+           "then multiply by w[i].",
+           "rms = sqrt(x[i]^2 之和 / n + eps)：先求平方的均值（除以 n），eps 放在根号里面，再乘以 w[i]。");
 
-    Group book("the book's worked example");
+    Group book(tr("the book's worked example", "书中的演算示例"));
     run_case(book, "x=(1,3,-5,-1), w=(1.5,1,0.6,3) -> (0.5,1,-1,-1)", {1, 3, -5, -1}, {1.5f, 1, 0.6f, 3}, 1e-6f, usual);
     book.end();
 
-    Group rnd("random vectors");
+    Group rnd(tr("random vectors", "随机向量"));
     for (int n : {1, 2, 3, 7, 8, 9, 13, 31, 64, 100, 896, 1000}) {
         for (float scale : {1e-3f, 1.0f, 50.0f}) {
             std::vector<float> x = gaussians(n, scale), w(n);
@@ -47,26 +48,30 @@ int main(int argc, char** argv) {
     }
     rnd.end();
 
-    Group edge("edge cases");
-    run_case(edge, "all zeros", std::vector<float>(16, 0.0f), std::vector<float>(16, 1.0f), 1e-6f,
-             "x = 0 everywhere must give 0, not NaN: eps belongs inside the square root.");
-    run_case(edge, "eps matters: x tiny", std::vector<float>(8, 1e-4f), std::vector<float>(8, 1.0f), 1e-5f,
-             "with x[i]^2 around eps, eps changes the answer: rms = sqrt(mean + eps), not sqrt(mean) + eps.");
-    run_case(edge, "one element", {-3.0f}, {2.0f}, 1e-6f, usual);
+    Group edge(tr("edge cases", "边界情况"));
+    run_case(edge, tr("all zeros", "全为 0"), std::vector<float>(16, 0.0f), std::vector<float>(16, 1.0f), 1e-6f,
+             tr("x = 0 everywhere must give 0, not NaN: eps belongs inside the square root.",
+                "x 处处为 0 时结果必须是 0，而不是 NaN：eps 应该放在平方根里面。"));
+    run_case(edge, tr("eps matters: x tiny", "eps 起作用：x 很小"), std::vector<float>(8, 1e-4f), std::vector<float>(8, 1.0f), 1e-5f,
+             tr("with x[i]^2 around eps, eps changes the answer: rms = sqrt(mean + eps), not sqrt(mean) + eps.",
+                "x[i]^2 与 eps 差不多大时，eps 会改变结果：rms = sqrt(mean + eps)，而不是 sqrt(mean) + eps。"));
+    run_case(edge, tr("one element", "只有一个元素"), {-3.0f}, {2.0f}, 1e-6f, usual);
     {
         std::vector<float> x = gaussians(37, 1e20f), w = gaussians(37);
-        run_case(edge, "huge values (1e20)", x, w, 1e-6f,
-                 "(1e20)^2 = 1e40 is larger than the largest float (3.4e38): it becomes inf. Add up the squares "
-                 "in a double.");
+        run_case(edge, tr("huge values (1e20)", "极大的值（1e20）"), x, w, 1e-6f,
+                 tr("(1e20)^2 = 1e40 is larger than the largest float (3.4e38): it becomes inf. Add up the squares "
+                    "in a double.",
+                    "(1e20)^2 = 1e40 超过了 float 的最大值（3.4e38），会变成 inf。请用 double 累加平方和。"));
     }
     {
         std::vector<float> x = gaussians(37, 1e-3f), w = gaussians(37);
         x[5] = 0;
-        run_case(edge, "negative gains and a zero", x, w, 1e-6f, usual);
+        run_case(edge, tr("negative gains and a zero", "负的增益和一个 0"), x, w, 1e-6f, usual);
     }
     edge.end();
 
-    Group e2e("end to end: models/tiny, logits at every step of a greedy generation", 2);
+    Group e2e(tr("end to end: models/tiny, logits at every step of a greedy generation",
+                 "端到端：models/tiny，贪心解码每一步的 logit"), 2);
     Model m;
     Tokenizer tok;
     kernels_init(KernelSet::Plain, 1);

@@ -28,76 +28,94 @@ static bool same_plan(const std::vector<StepRows>& a, const std::vector<StepRows
 static std::string slots_text(const std::vector<SlotView>& s) {
     std::string t;
     for (size_t i = 0; i < s.size(); i++)
-        t += !s[i].busy ? fmt("  slot %zu: free\n", i)
-             : s[i].decoding ? fmt("  slot %zu: request %d decoding\n", i, s[i].id)
-                             : fmt("  slot %zu: request %d prompt %d/%d read\n", i, s[i].id, s[i].prefilled, s[i].prompt_len);
+        t += !s[i].busy ? fmt(tr("  slot %zu: free\n", "  槽位 %zu：空闲\n"), i)
+             : s[i].decoding ? fmt(tr("  slot %zu: request %d decoding\n", "  槽位 %zu：请求 %d 正在解码\n"), i, s[i].id)
+                             : fmt(tr("  slot %zu: request %d prompt %d/%d read\n", "  槽位 %zu：请求 %d 的提示词已读 %d/%d\n"), i,
+                                   s[i].id, s[i].prefilled, s[i].prompt_len);
     return t;
 }
 static std::string plan_text(const std::vector<StepRows>& p) {
     std::string t = "[";
-    for (const StepRows& r : p) t += fmt(" slot %d: %d%s", r.slot, r.n, r.logits ? "+logits" : "");
+    for (const StepRows& r : p) t += fmt(tr(" slot %d: %d%s", " 槽位 %d：%d%s"), r.slot, r.n, r.logits ? "+logits" : "");
     return t + " ]";
 }
 
 // What the usual slips look like, from the two plans.
 static std::string diagnose(const std::vector<SlotView>& s, int budget, const std::vector<StepRows>& want,
                             const std::vector<StepRows>& got) {
-    if (got.empty()) return "your plan is empty: is it still the stub?";
+    if (got.empty()) return tr("your plan is empty: is it still the stub?", "你的计划是空的：是不是还是桩函数？");
     int total = 0;
     for (const StepRows& r : got) total += r.n;
-    if (total > budget) return fmt("your plan has %d rows; the budget is %d.", total, budget);
+    if (total > budget) return fmt(tr("your plan has %d rows; the budget is %d.", "你的计划有 %d 行；预算是 %d。"), total, budget);
     for (const StepRows& w : want)
         if (s[w.slot].decoding) {
             bool there = false;
             for (const StepRows& g : got) there = there || (g.slot == w.slot && g.n == 1);
-            if (!there) return fmt("slot %d is decoding: it gets its one row every step, before any prompt.", w.slot);
+            if (!there)
+                return fmt(tr("slot %d is decoding: it gets its one row every step, before any prompt.",
+                              "槽位 %d 正在解码：每一步它都分到自己的一行，排在所有提示词之前。"), w.slot);
         }
     for (size_t i = 1; i < got.size(); i++)
-        if (s[got[i].slot].decoding && !s[got[i - 1].slot].decoding) return "decode rows come first, then prompt chunks.";
+        if (s[got[i].slot].decoding && !s[got[i - 1].slot].decoding)
+            return tr("decode rows come first, then prompt chunks.", "解码的行排在前面，然后才是提示词的分段。");
     for (size_t i = 1; i < got.size(); i++)
         if (!s[got[i].slot].decoding && !s[got[i - 1].slot].decoding && s[got[i].slot].id < s[got[i - 1].slot].id)
-            return "prompts go oldest first: by request id, not by slot index.";
+            return tr("prompts go oldest first: by request id, not by slot index.",
+                      "提示词按先来后到处理，最早的在前：按请求 id，而不是按槽位下标。");
     for (size_t i = 0; i < got.size() && i < want.size(); i++)
         if (got[i].slot == want[i].slot && got[i].n == want[i].n && got[i].logits != want[i].logits)
-            return "logits: every decode row, and a prompt chunk only when it ends the prompt.";
-    if (total < budget && got.size() <= want.size()) return "rows of the budget are left unused: a chunk is min(tokens left, rows left).";
-    return "decode rows first (one per decoding slot, slot order), then chunks of min(left, budget left), lowest id first.";
+            return tr("logits: every decode row, and a prompt chunk only when it ends the prompt.",
+                      "logit：每个解码行都要，提示词的分段只有在它是提示词的最后一段时才要。");
+    if (total < budget && got.size() <= want.size())
+        return tr("rows of the budget are left unused: a chunk is min(tokens left, rows left).",
+                  "预算里还有行没用上：一段的长度是 min(剩下的词元数, 剩下的行数)。");
+    return tr("decode rows first (one per decoding slot, slot order), then chunks of min(left, budget left), lowest id first.",
+              "先排解码行（每个正在解码的槽位一行，按槽位顺序），再排长度为 min(剩下的, 剩下的预算) 的分段，id 最小的在前。");
 }
 
 struct Case { const char* name; int budget; std::vector<SlotView> slots; std::vector<StepRows> plan; };
 
 int main(int argc, char** argv) {
-    checker_begin(argc, argv, "scheduler", "the rows of one continuous-batching step: decode first, then prompt chunks");
+    checker_begin(argc, argv, "scheduler",
+                  "the rows of one continuous-batching step: decode first, then prompt chunks",
+                  "连续批处理一步里的各行：先解码，再是提示词的分段");
 
     SlotView F;  // free
     auto pre = [](int id, int len, int done) { SlotView v; v.busy = true; v.id = id; v.prompt_len = len; v.prefilled = done; return v; };
     auto dec = [](int id) { SlotView v; v.busy = true; v.id = id; v.prompt_len = 5; v.prefilled = 5; v.decoding = true; return v; };
     Case cases[] = {
-        {"nothing to do: every slot free", 8, {F, F, F}, {}},
-        {"one short prompt: all of it, and its logits", 8, {pre(1, 5, 0), F}, {{0, 5, true}}},
-        {"a 20-token prompt, budget 8: the first chunk, no logits", 8, {pre(1, 20, 0)}, {{0, 8, false}}},
-        {"the stub's hint: 20 tokens beside two decoding slots, budget 8", 8, {dec(1), pre(3, 20, 0), dec(2)},
+        {tr("nothing to do: every slot free", "无事可做：每个槽位都空闲"), 8, {F, F, F}, {}},
+        {tr("one short prompt: all of it, and its logits", "一个短提示词：全部读完，并要它的 logit"), 8, {pre(1, 5, 0), F}, {{0, 5, true}}},
+        {tr("a 20-token prompt, budget 8: the first chunk, no logits", "20 个词元的提示词，预算 8：第一段，不要 logit"), 8,
+         {pre(1, 20, 0)}, {{0, 8, false}}},
+        {tr("the stub's hint: 20 tokens beside two decoding slots, budget 8",
+            "桩函数注释里的例子：20 个词元，旁边有两个正在解码的槽位，预算 8"), 8, {dec(1), pre(3, 20, 0), dec(2)},
          {{0, 1, true}, {2, 1, true}, {1, 6, false}}},
-        {"... its last chunk: 2 tokens left", 8, {dec(1), pre(3, 20, 18), dec(2)}, {{0, 1, true}, {2, 1, true}, {1, 2, true}}},
-        {"decode rows first, even from a later slot", 4, {pre(5, 9, 0), dec(4)}, {{1, 1, true}, {0, 3, false}}},
-        {"the oldest prompt first, whatever its slot", 10, {pre(9, 4, 0), pre(7, 4, 0), pre(8, 4, 0)},
+        {tr("... its last chunk: 2 tokens left", "……它的最后一段：还剩 2 个词元"), 8, {dec(1), pre(3, 20, 18), dec(2)},
+         {{0, 1, true}, {2, 1, true}, {1, 2, true}}},
+        {tr("decode rows first, even from a later slot", "解码行在前，即使它在后面的槽位"), 4, {pre(5, 9, 0), dec(4)},
+         {{1, 1, true}, {0, 3, false}}},
+        {tr("the oldest prompt first, whatever its slot", "最早的提示词在前，不管它在哪个槽位"), 10, {pre(9, 4, 0), pre(7, 4, 0), pre(8, 4, 0)},
          {{1, 4, true}, {2, 4, true}, {0, 2, false}}},
-        {"the budget spent on decode: prompts wait", 3, {dec(1), dec(2), pre(3, 6, 0), dec(4)}, {{0, 1, true}, {1, 1, true}, {3, 1, true}}},
-        {"a prompt half read goes on where it stopped", 16, {pre(2, 30, 20), F, pre(6, 3, 0)}, {{0, 10, true}, {2, 3, true}}},
+        {tr("the budget spent on decode: prompts wait", "预算都花在解码上：提示词等着"), 3, {dec(1), dec(2), pre(3, 6, 0), dec(4)},
+         {{0, 1, true}, {1, 1, true}, {3, 1, true}}},
+        {tr("a prompt half read goes on where it stopped", "读了一半的提示词从停下的地方接着读"), 16, {pre(2, 30, 20), F, pre(6, 3, 0)},
+         {{0, 10, true}, {2, 3, true}}},
     };
-    Group hand("worked by hand from scheduler.cpp's rule");
+    Group hand(tr("worked by hand from scheduler.cpp's rule", "按 scheduler.cpp 的规则手算的用例"));
     for (const Case& c : cases) {
-        hand.start(fmt("%s (budget %d)", c.name, c.budget));
+        hand.start(fmt(tr("%s (budget %d)", "%s（预算 %d）"), c.name, c.budget));
         std::vector<StepRows> got = plan_step_student(c.slots, c.budget);
         if (!same_plan(got, c.plan))
-            hand.fail("the slots:\n" + slots_text(c.slots) + "expected " + plan_text(c.plan) + "\ngot      " + plan_text(got),
+            hand.fail(tr("the slots:\n", "各槽位：\n") + slots_text(c.slots) + tr("expected ", "应为：") + plan_text(c.plan) +
+                          tr("\ngot      ", "\n实际：") + plan_text(got),
                       diagnose(c.slots, c.budget, c.plan, got));
     }
     hand.end();
 
     // Random states: free, reading and decoding slots, ids in any order,
     // budgets from one row to more than every slot needs.
-    Group random("random slots: your plan against scheduler.cpp:plan_step");
+    Group random(tr("random slots: your plan against scheduler.cpp:plan_step", "随机的槽位：你的计划与 scheduler.cpp:plan_step 对照"));
     for (int t = 0; t < 2000; t++) {
         int n = rand_int(1, 8), budget = rand_int(1, 40);
         std::vector<SlotView> slots(n);
@@ -111,9 +129,10 @@ int main(int argc, char** argv) {
             if (kind == 1) slots[i].prefilled = rand_int(0, slots[i].prompt_len - 1);
         }
         std::vector<StepRows> want = plan_step_reference(slots, budget), got = plan_step_student(slots, budget);
-        random.start(fmt("random state %d: %d slots, budget %d", t + 1, n, budget));
+        random.start(fmt(tr("random state %d: %d slots, budget %d", "随机状态 %d：%d 个槽位，预算 %d"), t + 1, n, budget));
         if (!same_plan(got, want)) {
-            random.fail("the slots:\n" + slots_text(slots) + "expected " + plan_text(want) + "\ngot      " + plan_text(got),
+            random.fail(tr("the slots:\n", "各槽位：\n") + slots_text(slots) + tr("expected ", "应为：") + plan_text(want) +
+                            tr("\ngot      ", "\n实际：") + plan_text(got),
                         diagnose(slots, budget, want, got));
             break;
         }
@@ -122,7 +141,8 @@ int main(int argc, char** argv) {
 
     // The scheduler runs the engine's plan here; the checker watches what
     // each step did and asks the student's plan for the same slots.
-    Group real("the real scheduler on models/tiny: your plan's rows per slot, step by step");
+    Group real(tr("the real scheduler on models/tiny: your plan's rows per slot, step by step",
+                  "models/tiny 上真正的调度器：逐步比较你的计划给每个槽位的行数"));
     g_side = Side::Reference;
     Model m;
     Tokenizer tok;
@@ -164,8 +184,9 @@ int main(int argc, char** argv) {
                     }
                 joined.clear();
                 if (!scheduler_step(s)) break;
-                real.start(fmt("%d slots, --batch-tokens %d, %d requests%s: step %d", run[0], run[1], run[2],
-                               run[3] ? fmt(" sharing their first %d tokens", run[3]).c_str() : "", step));
+                real.start(fmt(tr("%d slots, --batch-tokens %d, %d requests%s: step %d", "%d 个槽位，--batch-tokens %d，%d 个请求%s：第 %d 步"),
+                               run[0], run[1], run[2],
+                               run[3] ? fmt(tr(" sharing their first %d tokens", "，共用开头的 %d 个词元"), run[3]).c_str() : "", step));
                 for (auto& [k, v] : joined) view[k] = v;  // they joined at the start of the step, before its batch
                 std::vector<int> did(n, 0), yours(n, 0);  // rows per slot: the scheduler's, the student's
                 for (int k = 0; k < n; k++) {
@@ -181,11 +202,15 @@ int main(int argc, char** argv) {
                 if (did != yours) {
                     std::string a, b;
                     for (int k = 0; k < n; k++) a += fmt(" %d", did[k]), b += fmt(" %d", yours[k]);
-                    real.fail("the slots before the step:\n" + slots_text(view) + "rows per slot, the scheduler's:" + a +
-                                  "\nrows per slot, your plan's:     " + b + "\nyour plan: " + plan_text(plan),
-                              g_groups_failed ? "fix the failures above first: they are smaller and say more."
-                                              : "the cases above pass but this step does not: compare the rule with "
-                                                "scheduler.cpp:scheduler_step, step 3.");
+                    real.fail(tr("the slots before the step:\n", "这一步之前的各槽位：\n") + slots_text(view) +
+                                  tr("rows per slot, the scheduler's:", "每个槽位的行数，调度器的：") + a +
+                                  tr("\nrows per slot, your plan's:     ", "\n每个槽位的行数，你的计划的：") + b +
+                                  tr("\nyour plan: ", "\n你的计划：") + plan_text(plan),
+                              g_groups_failed ? tr("fix the failures above first: they are smaller and say more.", "先修好上面的失败：它们规模更小，说明的问题也更多。")
+                                              : tr("the cases above pass but this step does not: compare the rule with "
+                                                   "scheduler.cpp:scheduler_step, step 3.",
+                                                   "上面的用例都通过了，这一步却不行：把规则和 scheduler.cpp:scheduler_step "
+                                                   "的第 3 步对照一下。"));
                     break;
                 }
             }
