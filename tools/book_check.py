@@ -883,8 +883,10 @@ def main():
             if other and os.path.isfile(other):
                 twins += book_twin.compare(*((other, c) if book_twin.is_chinese(c) or os.path.dirname(c) == zh_dir
                                              else (c, other)))
-    else:
+    elif os.path.isdir(zh_dir):     # a folder of chapters with a Chinese edition (not a planted one)
         twins = book_twin.check_all(args.book_dir)
+    else:
+        twins = []
     for problem in twins:
         where, _, what = problem.partition(": ")
         rep.error(where, what)
