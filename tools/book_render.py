@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_check import ROOT, FENCE, kind_of, Sources   # noqa: E402  (one parser for the book)
+from book_source import ROOT, FENCE, kind_of, Sources   # noqa: E402  (one parser for the book)
 
 # ----------------------------------------------------------------------------- HTML
 

@@ -38,7 +38,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_check import LINK, parse, inline_code   # noqa: E402  (one parser for the book)
+from book_source import LINK, parse, inline_code   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
