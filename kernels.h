@@ -207,9 +207,14 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 // (MatmulOut, MAX_MATMUL_OUTS: tensor.h)
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch = nullptr);
 void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k, KernelScratch& s);
-// Which rows tile number `tile` holds: consecutive ones for a batch, one
-// from each of tile_rows stripes for one token (kernels_fast.cpp).
-int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[MAX_TILE]);
+// Which rows tile number `tile` holds: consecutive ones for a long batch,
+// one from each of tile_rows stripes for a short one (kernels_fast.cpp).
+int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MAX_TILE]);
+// A batch of at most this many tokens is read like one token: the weights
+// stream by once, in stripes, each tile taking every token (a serving step
+// of decoding sequences; a short prompt). Longer ones go in token blocks.
+// Both float and block-format drivers use it (kernels_fast.cpp says why).
+const int STREAM_TOKENS = 64;
 
 // Attention's two inner loops, the plain way: the second operand is a row of
 // the KV cache in f32, f16 or bf16 (--kv-type).

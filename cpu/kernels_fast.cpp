@@ -245,24 +245,24 @@ static const uint16_t* round_activations(const float* x, int T, int cols, const 
 // The rows of tile number `tile` (of tile_rows rows) of a matrix of n_rows
 // rows, into rows[]; returns how many (fewer at the matrix's end). Every
 // product of tiles uses it: kernels_fast.cpp:run_tile and the block formats'
-// quants_fast.cpp:run_quant_tile. For a batch, rows r0, r0+1, ...: side by side in
-// memory, and the tile's few KB stay in the L1 cache while the token
-// groups go by. For one token (decode) each weight is read once and the
-// question is how memory streams best: the matrix is cut into tile_rows
-// stripes of q consecutive rows, and tile j holds row j of each stripe.
-// A thread's run of tiles j0..j1 then reads tile_rows long sequential
-// streams (rows j0..j1 of each stripe), which the hardware prefetcher
-// follows, where consecutive rows side by side are tile_rows short
-// streams that each end after one row (1.8-9.7 KB on the 0.5B model).
-// Stripes came closer to a plain sum of the same pages than rows side by
-// side did, even with a software prefetch (book/A-measurements.md,
-// "Decode's stripes", measures it). Which rows a tile holds changes no
-// result: each row's dot product is the same however it is grouped.
-// (A tile with fewer rows repeats one it holds; the extra results are
-// not stored.)
-int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[MAX_TILE]) {
+// quants_fast.cpp:run_quant_tile. For a long batch, rows r0, r0+1, ...: side
+// by side in memory, and the tile's few KB stay in the L1 cache while the
+// token groups go by. For one token (decode), or a few (kernels.h:
+// STREAM_TOKENS), each weight is read once and the question is how memory
+// streams best: the matrix is cut into tile_rows stripes of q consecutive
+// rows, and tile j holds row j of each stripe. A thread's run of tiles
+// j0..j1 then reads tile_rows long sequential streams (rows j0..j1 of each
+// stripe), which the hardware prefetcher follows, where consecutive rows
+// side by side are tile_rows short streams that each end after one row
+// (1.8-9.7 KB on the 0.5B model). Stripes came closer to a plain sum of the
+// same pages than rows side by side did, even with a software prefetch
+// (book/A-measurements.md, "Decode's stripes", measures it). Which rows a
+// tile holds changes no result: each row's dot product is the same however
+// it is grouped. (A tile with fewer rows repeats one it holds; the extra
+// results are not stored.)
+int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MAX_TILE]) {
     int n = 0;
-    if (one_token) {
+    if (stripes) {
         int q = (n_rows + tile_rows - 1) / tile_rows;
         for (int i = 0; i < tile_rows && tile + i * q < n_rows; i++) rows[n++] = tile + i * q;
     } else
@@ -272,12 +272,12 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool one_token, int rows[
 
 // One tile of rows of one matrix: its rows against every token, in groups.
 static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb,
-                     int t_begin, int t_end, const SimdKernels& k, bool one_token) {
+                     int t_begin, int t_end, const SimdKernels& k, bool stripes) {
     const Mat& W = *o.W;
     bool q8 = W.dtype == DType::Q8_0;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
     int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
-    int rows[MAX_TILE], n_rows = tile_row_list(tile, tile_rows, W.rows, one_token, rows);
+    int rows[MAX_TILE], n_rows = tile_row_list(tile, tile_rows, W.rows, stripes, rows);
     const uint8_t* w[MAX_TILE];
     for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + rows[std::min(i, n_rows - 1)] * w_bytes;
     float res[MAX_TILE][MAX_TILE];
@@ -324,6 +324,19 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 //     ...; at least 8), so each thread still reads long sequential runs of
 //     its stripes and the last pieces even out the finish.
 //
+// A short batch is a decode. A serving step of 8 decoding sequences is a
+// product of 8 tokens: 8 FMAs per weight loaded is still far from the
+// arithmetic a core can do per byte of memory, so the step is bound by
+// reading the weights, as one token is. Taken as a prefill (rows side by
+// side, tiles to whoever is free) its weights come from memory in short
+// runs, and the step took 2.4 times as long as one token's; read in the
+// decode's stripes, each tile taking all 8 tokens, 1.3 times
+// (book/A-measurements.md, "Short batches in stripes"). So up to
+// kernels.h:STREAM_TOKENS tokens take the decode's path, their activations
+// (at most 64 x 4864 floats, 1.2 MB) staying in L2 while the weights
+// stream by once; longer batches take token blocks (below), since every
+// tile over all of 512 tokens would read their 1.8 to 10 MB from L3 again.
+//
 // The loop order for a batch of tokens (prefill) is a matter of caches. A
 // tile's rows are small (4 rows of 896 bf16 weights: 7 KB) and stay in the
 // L1 cache while the tokens go by; the activations are not: 512 tokens of
@@ -361,11 +374,11 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
     auto run = [&](int tile, int t0, int t1) {  // tile `tile` of the list, tokens t0..t1-1
         int m = 0;
         while (tile >= first[m + 1]) m++;
-        run_tile(outs[m], tile - first[m], x, xq, xb, t0, t1, k, T == 1);
+        run_tile(outs[m], tile - first[m], x, xq, xb, t0, t1, k, T <= STREAM_TOKENS);
     };
-    if (T == 1) {  // decode: shrinking contiguous runs of tiles (the stripes of tile_row_list)
+    if (T <= STREAM_TOKENS) {  // decode, or a short batch: shrinking contiguous runs of tiles (the stripes of tile_row_list)
         #pragma omp parallel for schedule(guided, 8)
-        for (int tile = 0; tile < first[n]; tile++) run(tile, 0, 1);
+        for (int tile = 0; tile < first[n]; tile++) run(tile, 0, T);
         return;
     }
     int block = std::max(1, (int)(PREFILL_BLOCK_BYTES / x_row / group)) * group;

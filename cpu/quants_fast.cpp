@@ -131,9 +131,10 @@ static void run_quant_tile(const MatmulOut& o, int i, const uint8_t* xq, int T, 
     const Mat& W = *o.W;
     int n_blocks = W.cols / Q8_BLOCK;
     size_t xq_bytes = (size_t)n_blocks * Q8_BLOCK_BYTES, w_bytes = dtype_row_bytes(W.dtype, W.cols);
-    // The tile's rows: for one token, one from each stripe of the matrix, so
-    // that a thread's tiles read long streams (kernels_fast.cpp:tile_row_list).
-    int rows[MAX_TILE], n_rows = tile_row_list(i, d.tile_rows, W.rows, T == 1, rows);
+    // The tile's rows: for one token or a few, one from each stripe of the
+    // matrix, so that a thread's tiles read long streams (kernels_fast.cpp:
+    // tile_row_list, kernels.h:STREAM_TOKENS).
+    int rows[MAX_TILE], n_rows = tile_row_list(i, d.tile_rows, W.rows, T <= STREAM_TOKENS, rows);
     const uint8_t* w[MAX_TILE];
     for (int r = 0; r < d.tile_rows; r++) w[r] = (const uint8_t*)W.data + rows[std::min(r, n_rows - 1)] * w_bytes;
     float res[MAX_TILE][MAX_TILE];
@@ -171,9 +172,9 @@ void matmul_quant_fast_many(const MatmulOut* outs, int n, const float* x, int T,
         if (outs[m].W->packed) packed_tile(outs[m], tile - first[m], xq, xs[m], T, k);
         else run_quant_tile(outs[m], tile - first[m], xq, T, d[m]);
     };
-    // Decode: shrinking contiguous runs of tiles; prefill: a tile to
-    // whichever thread is free (kernels_fast.cpp:matmul_fast says why).
-    if (T == 1) {
+    // Decode and short batches: shrinking contiguous runs of tiles; prefill:
+    // a tile to whichever thread is free (kernels_fast.cpp:matmul_fast says why).
+    if (T <= STREAM_TOKENS) {
         #pragma omp parallel for schedule(guided, 8)
         for (int tile = 0; tile < first[n]; tile++) run(tile);
     } else {

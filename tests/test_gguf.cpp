@@ -123,7 +123,7 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
     for (DType t : BLOCK_TYPES) {
         int block = dtype_block_size(t);
         for (int n_blocks : {1, 3, 4, block == 32 ? 28 : 19}) {  // 28 x 32 = 896, 19 x 256 = 4864
-            int cols = n_blocks * block, rows = 7, T = 9;
+            int cols = n_blocks * block, rows = 7, T = STREAM_TOKENS + 1;  // the last batch in stripes, and one in token blocks
             INFO(std::string(dtype_name(t)) << ", " << rows << " x " << cols << ", " << T << " tokens");
             std::vector<float> w((size_t)rows * cols), x((size_t)T * cols), deq(cols), xd(cols);
             for (auto& v : w) v = g(rng);
@@ -163,7 +163,7 @@ TEST_CASE("gguf: the integer product of every low-bit format: reference, fast tw
             }
             for (const KernelSetInfo* set : sets)
                 for (int threads : {1, 3})
-                    for (int batch : {1, 2, 3, 5, 9}) {
+                    for (int batch : {1, 2, 3, 5, 9, STREAM_TOKENS, STREAM_TOKENS + 1}) {
                         omp_set_num_threads(threads);
                         std::vector<float> fast((size_t)batch * rows);
                         KernelScratch scratch;

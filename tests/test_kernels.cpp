@@ -152,7 +152,8 @@ TEST_CASE("matmul: scalar, avx2 and avx512 bitwise equal, and plain within the b
     std::mt19937 rng(42);
     const int row_counts[] = {1, 3, 4, 5, 13};
     const int col_counts[] = {1, 7, 15, 16, 17, 31, 33, 64, 100, 203};
-    const int token_counts[] = {1, 2, 3, 5, 6, 7, 13};
+    // 1 to 64 tokens take the stripes, 65 the token blocks (kernels.h:STREAM_TOKENS)
+    const int token_counts[] = {1, 2, 3, 5, 6, 7, 13, 65};
     for (DType dt : {DType::F32, DType::BF16, DType::F16})
         for (int rows : row_counts)
             for (int cols : col_counts)
@@ -184,7 +185,7 @@ TEST_CASE("matmul at the 0.5B model's widths (896, 4864 columns): every SIMD set
     std::mt19937 rng(17);
     for (DType dt : {DType::BF16, DType::F32, DType::Q8_0})
         for (int cols : {896, 4864})
-            for (int T : {1, 7}) {
+            for (int T : {1, 7, STREAM_TOKENS, STREAM_TOKENS + 1}) {  // the stripes' last batch, the blocks' first
                 std::string type = dtype_name(dt);
                 CAPTURE(type);
                 CAPTURE(cols);
