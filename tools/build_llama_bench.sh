@@ -22,6 +22,14 @@ case "${1:-native}" in
                -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF) ;;
     *) echo "build_llama_bench: unknown build '$1' (native or avx2)" >&2; exit 1 ;;
 esac
+# Built without AMX, the matrix tiles of Intel's Xeons since 2023: on such a
+# VM llama.cpp's AMX Q8_0 kernel stopped with "Illegal instruction" (its
+# first tileloadd) on the first quantized prefill, so llama-bench measured
+# nothing. Without it llama.cpp runs its AVX-512 code, the instructions
+# Lantern uses too. (An explicit -mno-amx-* wins over -march=native.)
+if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+    ISA+=(-DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+fi
 BIN=$OUT/bin/llama-bench
 if [ -x "$BIN" ] && [ -x "$OUT/bin/llama-batched-bench" ]; then echo "$BIN (already built)"; exit 0; fi
 for tool in git cmake npm; do
