@@ -329,8 +329,8 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 // arithmetic a core can do per byte of memory, so the step is bound by
 // reading the weights, as one token is. Taken as a prefill (rows side by
 // side, tiles to whoever is free) its weights come from memory in short
-// runs, and the step took 2.4 times as long as one token's; read in the
-// decode's stripes, each tile taking all 8 tokens, 1.3 times
+// runs, and its products took 2.4 times as long as one token's; read in
+// the decode's stripes, each tile taking all 8 tokens, 1.3 times
 // (book/A-measurements.md, "Short batches in stripes"). So up to
 // kernels.h:STREAM_TOKENS tokens take the decode's path, their activations
 // (at most 64 x 4864 floats, 1.2 MB) staying in L2 while the weights
