@@ -266,7 +266,8 @@ def section_index(page_html, url, page_title):
     body = page_html.split("<body", 1)[-1]
     body = re.sub(r'<nav id="TOC".*?</nav>', "", body, flags=re.S)
     body = re.sub(r"<(header|script)\b.*?</\1>", "", body, flags=re.S)
-    parts = re.split(r'<h([1-3]) id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
+    # pandoc wraps long lines, a heading's tag too ("<h2\nid=..."): any whitespace.
+    parts = re.split(r'<h([1-3])\s+id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
     out = []
     def clean(h):
         return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
@@ -363,9 +364,10 @@ def pages_of(lang, book_dir, student):
 
 
 def heading_ids(page_html):
-    """The anchors of a rendered page's headings, in order."""
+    """The anchors of a rendered page's headings, in order (pandoc may wrap a long heading's
+    tag after its name: "<h2\nid=...")."""
     body = re.sub(r'<nav id="TOC".*?</nav>', "", page_html, flags=re.S)
-    return re.findall(r'<h[1-6] id="([^"]*)"', body)
+    return re.findall(r'<h[1-6]\s+id="([^"]*)"', body)
 
 
 def with_ids(text, ids):
