@@ -263,7 +263,7 @@ def pandoc_page(md, target, title, root, lua, before, after, toc, lang="en"):
 
 def section_index(page_html, url, page_title):
     """(title, anchor, text) of each section of a rendered page, for the search."""
-    body = page_html.split("<body", 1)[-1]
+    body = re.split(r"<body\b[^>]*>", page_html, maxsplit=1)[-1]
     body = re.sub(r'<nav id="TOC".*?</nav>', "", body, flags=re.S)
     body = re.sub(r"<(header|script)\b.*?</\1>", "", body, flags=re.S)
     # pandoc wraps long lines, a heading's tag too ("<h2\nid=..."): any whitespace.
