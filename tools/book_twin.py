@@ -7,7 +7,7 @@ Every English page has a Chinese twin:
   chapters/X.md                ->  chapters/X.zh.md          (README.md -> README.zh.md)
   chapters/EX/README.md        ->  chapters/EX/README.zh.md
 
-A twin says the same thing in another language, so everything that is not prose must b_en the
+A twin says the same thing in another language, so everything that is not prose must be the
 same. Compared, in order:
   * headings: the same number, with the same levels (the text is translated; the HTML gives
     each Chinese heading its English twin's anchor, so links keep English anchors);
