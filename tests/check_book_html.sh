@@ -16,7 +16,9 @@
 #   5. a block wider than its box (code, a table, a formula) scrolls sideways
 #      inside it (overflow-x auto or scroll) instead of being cut off, and
 #      chapter 6's softmax example, at 400 pixels, is such a block;
-#   6. the Chinese pages (tests/book_browser_zh.py, over the DevTools protocol):
+#   6. each Chinese page's headings carry its English twin's anchors, in order
+#      (the language switch and every #anchor link land on the same section);
+#   7. the Chinese pages (tests/book_browser_zh.py, over the DevTools protocol):
 #      their text is drawn with Noto CJK, the language switch lands on the same
 #      section of the twin, and the search finds 注意力 in Chinese sections.
 # First a self-test: a planted page with one broken link, one broken image,
@@ -200,6 +202,33 @@ else echo "FAIL  search-index.js lacks the section \"The KV cache\""; failed=1; 
 if grep -q '"title": "键值缓存"' "$out/zh/search-index.js" && grep -q "window.BOOK_INDEX" "$out/zh/search-index.js"; then
     echo "ok    zh/search-index.js has the section \"键值缓存\""
 else echo "FAIL  zh/search-index.js lacks the section \"键值缓存\""; failed=1; fi
+
+echo "== each Chinese page's headings carry its English twin's anchors, in the same order"
+/usr/bin/python3 - "$out" <<'PY' || failed=1
+import os, re, sys
+out = sys.argv[1]
+def ids(p):   # pandoc may wrap a long heading's tag: "<h2\nid=..."
+    t = re.sub(r'<nav id="TOC".*?</nav>', "", open(p, encoding="utf-8").read(), flags=re.S)
+    return re.findall(r'<h[1-6]\s+id="([^"]*)"', t)
+bad = n = 0
+for d, _, fs in os.walk(os.path.join(out, "zh")):
+    for f in sorted(fs):
+        if not f.endswith(".html") or f.startswith(".") or f == "index.html" and d.endswith("zh"):
+            continue
+        zh = os.path.join(d, f)
+        en = os.path.join(out, os.path.relpath(zh, os.path.join(out, "zh")))
+        if not os.path.isfile(en):
+            continue
+        n += 1
+        a, b = ids(en), ids(zh)
+        if a != b:
+            k = next(i for i in range(max(len(a), len(b))) if i >= len(a) or i >= len(b) or a[i] != b[i])
+            print("FAIL  zh/%s: heading %d is #%s, its English twin's #%s" % (os.path.relpath(zh, os.path.join(out, "zh")), k + 1,
+                  b[k] if k < len(b) else "(none)", a[k] if k < len(a) else "(none)"))
+            bad += 1
+print("%s    %d Chinese pages, %d whose anchors differ from their English twin's" % ("ok" if not bad else "FAIL", n, bad))
+sys.exit(1 if bad else 0)
+PY
 
 echo "== the Chinese pages in Chromium: font, language switch, search"
 /usr/bin/python3 tests/book_browser_zh.py "$out" || failed=1

@@ -7,7 +7,8 @@
 #   2. a section missing from a Chinese chapter;
 #   3. a figure dropped from a Chinese chapter;
 #   4. an exercise link dropped from a Chinese chapter;
-#   5. a rendering the terminology table says to avoid, in Chinese prose;
+#   5. a rendering the terminology table says to avoid, in Chinese prose (also in a line
+#      whose inline code repeats part of it);
 #   6. an English chapter with no Chinese twin;
 #   7. a terminology-table row edited without writing the glossaries again;
 # and book_check.py must fail on the first. Then the real book: no problem.
@@ -59,6 +60,11 @@ cp book/zh/07-tokenizer.md "$B/zh/07-tokenizer.md"
 # 5. "令牌" for token (the table says 词元) in a Chinese paragraph.
 echo "每个令牌都有一个 id。" >> "$B/zh/08-sampling-generation.md"
 expect "an avoided rendering" '"令牌" for "Token": the book writes "词元"'
+cp book/zh/08-sampling-generation.md "$B/zh/08-sampling-generation.md"
+# ... and one in a line whose inline code holds part of it: the code span is cut where it
+# stands, so `KV` does not hide the prose "KV 快取" (for KV cache, the table says 键值缓存).
+echo '`KV` 的意思是键和值，KV 快取就是存它们的地方。' >> "$B/zh/08-sampling-generation.md"
+expect "an avoided rendering next to inline code" '"KV 快取" for "KV cache"'
 cp book/zh/08-sampling-generation.md "$B/zh/08-sampling-generation.md"
 
 # 6. A new English chapter without a twin.

@@ -215,9 +215,10 @@ def rewrite_links(text, src_dir, out_page, out, book_dir):
     return "\n".join(lines)
 
 
-def mark_blocks(text, code_href):
+def mark_blocks(text, code_href, page_lang="en"):
     """Fence info strings become classes pandoc understands; checked and illustrative blocks
-    get a caption line saying what they are."""
+    get a caption line saying what they are, in the page's language (the command, the file
+    and the reason are the info string's, the same in both)."""
     lines = []
     for line in text.split("\n"):
         m = FENCE.match(line)
@@ -231,10 +232,10 @@ def mark_blocks(text, code_href):
                 cap = "$ " + html.escape(arg)
                 line = m.group(1) + m.group(2) + " {.text .output}"
             elif kind == "quote":
-                cap = 'from <a href="%s">%s</a>' % (html.escape(code_href(arg.split(":")[0])), html.escape(arg))
+                cap = FRAME[page_lang]["quote"] % ('<a href="%s">%s</a>' % (html.escape(code_href(arg.split(":")[0])), html.escape(arg)))
                 line = m.group(1) + m.group(2) + " {.%s .quote}" % lang
             elif kind == "illustrative":
-                cap = "illustrative, not checked: " + html.escape(arg)
+                cap = FRAME[page_lang]["illustrative"] + html.escape(arg)
                 line = m.group(1) + m.group(2) + " {.%s .illustrative}" % lang
             elif kind in ("diagram", "sketch"):
                 line = m.group(1) + m.group(2) + " {.%s .%s}" % (lang, kind)
@@ -263,10 +264,11 @@ def pandoc_page(md, target, title, root, lua, before, after, toc, lang="en"):
 
 def section_index(page_html, url, page_title):
     """(title, anchor, text) of each section of a rendered page, for the search."""
-    body = page_html.split("<body", 1)[-1]
+    body = re.split(r"<body\b[^>]*>", page_html, maxsplit=1)[-1]
     body = re.sub(r'<nav id="TOC".*?</nav>', "", body, flags=re.S)
     body = re.sub(r"<(header|script)\b.*?</\1>", "", body, flags=re.S)
-    parts = re.split(r'<h([1-3]) id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
+    # pandoc wraps long lines, a heading's tag too ("<h2\nid=..."): any whitespace.
+    parts = re.split(r'<h([1-3])\s+id="([^"]*)"[^>]*>(.*?)</h\1>', body, flags=re.S)
     out = []
     def clean(h):
         return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
@@ -332,10 +334,12 @@ def student_edition(text, hidden, zh=False):
 FRAME = {
     "en": {"contents": "contents", "exercises": "exercises", "prev": "&larr; previous", "next": "next &rarr;",
            "search": "search the book (/)", "search_label": "search the book", "twin": "中文",
-           "twin_title": "这一节的中文版", "hreflang": "zh-CN", "student": " (the student edition)"},
+           "twin_title": "这一节的中文版", "hreflang": "zh-CN", "student": " (the student edition)",
+           "quote": "from %s", "illustrative": "illustrative, not checked: "},
     "zh": {"contents": "目录", "exercises": "练习", "prev": "&larr; 上一页", "next": "下一页 &rarr;",
            "search": "搜索本书 (/)", "search_label": "搜索本书", "twin": "English",
-           "twin_title": "this section in English", "hreflang": "en", "student": "（学生版）"},
+           "twin_title": "this section in English", "hreflang": "en", "student": "（学生版）",
+           "quote": "摘自 %s", "illustrative": "示意，不检查："},
 }
 
 
@@ -363,9 +367,10 @@ def pages_of(lang, book_dir, student):
 
 
 def heading_ids(page_html):
-    """The anchors of a rendered page's headings, in order."""
+    """The anchors of a rendered page's headings, in order (pandoc may wrap a long heading's
+    tag after its name: "<h2\nid=...")."""
     body = re.sub(r'<nav id="TOC".*?</nav>', "", page_html, flags=re.S)
-    return re.findall(r'<h[1-6] id="([^"]*)"', body)
+    return re.findall(r'<h[1-6]\s+id="([^"]*)"', body)
 
 
 def with_ids(text, ids):
@@ -480,7 +485,7 @@ def render(out, student=False, book_dir=None):
             if lang == "zh" and rel_out[3:] in ids:
                 text = with_ids(text, ids[rel_out[3:]])
             code_href = lambda fname: root + "../../" + paths.get(fname, fname)
-            md = mark_blocks(text, code_href)
+            md = mark_blocks(text, code_href, lang)
             r = pandoc_page(md, target, title, root, lua, before, after,
                             toc=not os.path.basename(target).startswith(("00-", "index")),
                             lang="zh-CN" if lang == "zh" else "en")

@@ -7,7 +7,7 @@ Every English page has a Chinese twin:
   chapters/X.md                ->  chapters/X.zh.md          (README.md -> README.zh.md)
   chapters/EX/README.md        ->  chapters/EX/README.zh.md
 
-A twin says the same thing in another language, so everything that is not prose must b_en the
+A twin says the same thing in another language, so everything that is not prose must be the
 same. Compared, in order:
   * headings: the same number, with the same levels (the text is translated; the HTML gives
     each Chinese heading its English twin's anchor, so links keep English anchors);
@@ -38,7 +38,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_source import LINK, parse, inline_code   # noqa: E402  (one parser for the book)
+from book_source import LINK, parse   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
@@ -220,6 +220,20 @@ def load_terms(path=TERMS):
     return rows
 
 
+def without_code(line):
+    """One line of prose with each `code span` (backticks included) replaced by a space: the
+    spans are cut where they stand, so a span's text elsewhere in the line (`KV` next to an
+    avoided "KV 快取") stays prose."""
+    out, i = [], 0
+    while True:
+        m = re.search(r"`+", line[i:])
+        end = line.find(m.group(0), i + m.end()) if m else -1
+        if end < 0:
+            return "".join(out) + line[i:]
+        out += [line[i:i + m.start()], " "]
+        i = end + len(m.group(0))
+
+
 def check_terms(zh, rows=None):
     """A Chinese page's prose uses no rendering the table says to avoid."""
     rows = load_terms() if rows is None else rows
@@ -227,9 +241,7 @@ def check_terms(zh, rows=None):
         _, prose = parse(f.read())
     out = []
     for n, line in prose:
-        text = line
-        for span in inline_code(line, strip=False):
-            text = text.replace(span, " ")
+        text = without_code(line)
         for r in rows:
             for bad in r["avoid"]:
                 if bad in text:
