@@ -284,9 +284,14 @@ void quant_tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint8
 // Decode reads a thread's groups as one long stream, which the hardware
 // prefetcher alone does not run far enough ahead of: the tiles ask for the
 // lines PACK_PREFETCH bytes down (past a group's end, the next group's,
-// read next): that made Q8_0 and q4_0 decode faster by a fifth and more,
-// and 4 KB or 12 KB did no better (book/A-measurements.md).
-const size_t PACK_PREFETCH = 8192;
+// read next), into L2 (PACK_HINT): a line asked for 32 KB ahead into L1
+// would push out of its 32-48 KB what the tile is still reading. On the
+// Zen 5, 8 KB ahead into L1 made Q8_0 and q4_0 decode faster by a fifth and
+// more; on the second Xeon, 32 KB into L2 then added 7-12% to Q8_0, q4_0
+// and q4_k decode, prefill within the runs' spread (book/A-measurements.md,
+// "The packed tiles' prefetch").
+const size_t PACK_PREFETCH = 32768;
+#define PACK_HINT _MM_HINT_T1
 
 // Code words per block of 32: Q8_0 8, Q5_0 and Q5_1 5 (the fifth bits
 // first), Q4_0 and Q4_1 4 (each holds two words' codes, low and high
@@ -316,7 +321,7 @@ INLINE void packed_block(DType t, const uint8_t* g, const uint8_t* scales, const
     const int words = packed_words(t);
     const bool five = t == DType::Q5_0 || t == DType::Q5_1, with_min = t == DType::Q4_1 || t == DType::Q5_1;
     const uint8_t* wb = g + (size_t)b * words * 64;
-    for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), _MM_HINT_T0);
+    for (int j = 0; j < words; j++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * j), PACK_HINT);
     const uint8_t* sc = scales + (size_t)b * (with_min ? 64 : 32);
     const __m512 dx = _mm512_set1_ps(f16_at(xb));
     __m512 sd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sc)), dx), md = sd;
@@ -432,9 +437,9 @@ INLINE void packed_super_q4_k(bool five, const uint8_t* codes, const uint8_t* sc
         __m512 md = _mm512_mul_ps(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mnj)), dx);
         const uint8_t* wb = nibbles + (size_t)(j / 2) * 8 * 64;
         if (j % 2 == 0)
-            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(wb + PACK_PREFETCH + 64 * k), PACK_HINT);
         if (five && j == 0)
-            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(codes + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(codes + PACK_PREFETCH + 64 * k), PACK_HINT);
         __m512* acc = j % 2 ? odd : even;
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
@@ -476,9 +481,9 @@ INLINE void packed_super_q6_k(const uint8_t* codes, const uint8_t* sc, const uin
         const uint8_t* lo = codes + (size_t)(16 * h + 8 * (m % 2)) * 64;
         const uint8_t* hi = codes + (size_t)(32 + 8 * h) * 64;
         if (m < 2)
-            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(lo + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(lo + PACK_PREFETCH + 64 * k), PACK_HINT);
         if (m == 0)
-            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(hi + PACK_PREFETCH + 64 * k), _MM_HINT_T0);
+            for (int k = 0; k < 8; k++) _mm_prefetch((const char*)(hi + PACK_PREFETCH + 64 * k), PACK_HINT);
         __m512* acc = j % 2 ? odd : even;
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
