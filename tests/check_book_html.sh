@@ -205,11 +205,12 @@ else echo "FAIL  zh/search-index.js lacks the section \"键值缓存\""; failed=
 
 echo "== each Chinese page's headings carry its English twin's anchors, in the same order"
 /usr/bin/python3 - "$out" <<'PY' || failed=1
-import os, re, sys
+import os, sys
+sys.path.insert(0, "tools")
+from book_render import heading_ids   # the renderer's own reading of a page's anchors
 out = sys.argv[1]
-def ids(p):   # pandoc may wrap a long heading's tag: "<h2\nid=..."
-    t = re.sub(r'<nav id="TOC".*?</nav>', "", open(p, encoding="utf-8").read(), flags=re.S)
-    return re.findall(r'<h[1-6]\s+id="([^"]*)"', t)
+def ids(p):
+    return heading_ids(open(p, encoding="utf-8").read())
 bad = n = 0
 for d, _, fs in os.walk(os.path.join(out, "zh")):
     for f in sorted(fs):

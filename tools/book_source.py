@@ -77,21 +77,37 @@ def parse(text):
     return blocks, prose
 
 
-def inline_code(line, strip=True):
-    """The `code spans` of one line of prose (single or multiple backticks); strip=False keeps
-    the spaces inside the backticks (` thee` is a token, not a name)."""
-    spans, i = [], 0
+def code_spans(line):
+    """(start, end, text) of each `code span` of one line of prose, start and end around the
+    backticks, text inside them (single or multiple backticks; an unclosed run is prose)."""
+    i = 0
     while True:
         m = re.search(r"`+", line[i:])
         if not m:
-            return spans
+            return
         ticks = m.group(0)
         start = i + m.end()
         end = line.find(ticks, start)
         if end < 0:
-            return spans
-        spans.append(line[start:end].strip() if strip else line[start:end])
+            return
+        yield i + m.start(), end + len(ticks), line[start:end]
         i = end + len(ticks)
+
+
+def inline_code(line, strip=True):
+    """The `code spans` of one line of prose; strip=False keeps the spaces inside the
+    backticks (` thee` is a token, not a name)."""
+    return [t.strip() if strip else t for _, _, t in code_spans(line)]
+
+
+def without_inline_code(line):
+    """One line of prose with each code span, backticks included, cut where it stands (a
+    space in its place): a span's text elsewhere in the line stays prose."""
+    out, i = [], 0
+    for a, b, _ in code_spans(line):
+        out += [line[i:a], " "]
+        i = b
+    return "".join(out) + line[i:]
 
 
 def commands_of(block):

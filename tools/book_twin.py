@@ -38,7 +38,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_source import LINK, parse   # noqa: E402  (one parser for the book)
+from book_source import LINK, parse, without_inline_code   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
@@ -220,20 +220,6 @@ def load_terms(path=TERMS):
     return rows
 
 
-def without_code(line):
-    """One line of prose with each `code span` (backticks included) replaced by a space: the
-    spans are cut where they stand, so a span's text elsewhere in the line (`KV` next to an
-    avoided "KV 快取") stays prose."""
-    out, i = [], 0
-    while True:
-        m = re.search(r"`+", line[i:])
-        end = line.find(m.group(0), i + m.end()) if m else -1
-        if end < 0:
-            return "".join(out) + line[i:]
-        out += [line[i:i + m.start()], " "]
-        i = end + len(m.group(0))
-
-
 def check_terms(zh, rows=None):
     """A Chinese page's prose uses no rendering the table says to avoid."""
     rows = load_terms() if rows is None else rows
@@ -241,7 +227,7 @@ def check_terms(zh, rows=None):
         _, prose = parse(f.read())
     out = []
     for n, line in prose:
-        text = without_code(line)
+        text = without_inline_code(line)
         for r in rows:
             for bad in r["avoid"]:
                 if bad in text:
