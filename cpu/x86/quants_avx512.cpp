@@ -35,8 +35,8 @@ INLINE int bytes_per_256(DType t) { return quant_block_bytes(t) * (t == DType::Q
 // tiles hold consecutive rows, so two tiles on is 2 x NR rows further; one
 // token's tiles hold one row of each stripe (kernels_fast.cpp:tile_row_list),
 // so the same place two tiles on is two rows further down each stripe. (A
-// short batch's tiles hold stripes too, kernels.h:STREAM_TOKENS: there the
-// hint lands 2 x NR tiles on, later than needed but still in the run.)
+// short batch's tiles hold stripes too, kernels.h:STREAM_TOKENS, but have
+// NT > 1: their hint lands 2 x NR tiles on, later than needed.)
 static inline size_t prefetch_distance(DType t, int NR, int NT, int n_blocks) {
     size_t row = (size_t)n_blocks * bytes_per_256(t) / 8;
     return (NT == 1 ? 2 : 2 * NR) * row;
