@@ -61,12 +61,15 @@ INLINE void tile_one(DType dt, const uint8_t* const* w, const float* x, int cols
     __m256 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++) lo[r] = hi[r] = _mm256_setzero_ps();
+    // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_rows_ahead).
+    const size_t elt = dt == DType::F32 ? 4 : 2, ahead = ROWS * elt * cols;
     int c = 0;
     for (; c + 16 <= cols; c += 16) {
         __m256 xl = _mm256_loadu_ps(x + c), xh = _mm256_loadu_ps(x + c + 8);
         __asm__("" : "+x"(xl), "+x"(xh));
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
+            if (c * elt % 64 == 0) prefetch_rows_ahead(w[r] + c * elt, ahead);
             lo[r] = _mm256_fmadd_ps(load8(dt, w[r], c), xl, lo[r]);
             hi[r] = _mm256_fmadd_ps(load8(dt, w[r], c + 8), xh, hi[r]);
         }
@@ -105,7 +108,8 @@ const int PASS_COLS = 1024;
 
 // One pass over the 16-column steps c0 .. c1, into acc.
 INLINE void pass_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int c0, int c1, int pass,
-                   __m256 acc[ROWS][TOKENS]) {
+                   __m256 acc[ROWS][TOKENS], size_t ahead = 0) {
+    const size_t elt = dt == DType::F32 ? 4 : 2;
     __m256 a[ROWS][TOKENS];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++)
@@ -119,6 +123,7 @@ INLINE void pass_n(DType dt, const uint8_t* const* w, const float* const* x, int
         __asm__("" : "+x"(x0), "+x"(x1), "+x"(x2));
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
+            if (ahead && c * elt % 64 == 0) prefetch_rows_ahead(w[r] + c * elt, ahead);  // the first pass only
             __m256 wv = load8(dt, w[r], c + 8 * pass);
             __asm__("" : "+x"(wv));
             a[r][0] = _mm256_fmadd_ps(wv, x0, a[r][0]);
@@ -142,7 +147,7 @@ INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x,
     int full = cols / 16 * 16;
     for (int c0 = 0; c0 < full; c0 += PASS_COLS) {
         int c1 = std::min(full, c0 + PASS_COLS);
-        pass_n(dt, w, x, NT, c0, c1, 0, acc[0]);
+        pass_n(dt, w, x, NT, c0, c1, 0, acc[0], ROWS * (dt == DType::F32 ? 4 : 2) * (size_t)cols);  // as tile_one
         pass_n(dt, w, x, NT, c0, c1, 1, acc[1]);
     }
     if (full < cols) {  // the last columns, zero-padded to one step of 16
