@@ -77,10 +77,18 @@ void apply_penalties(float* logits, int n, const int* window, int n_window,
 }
 
 // Greedy: the index of the largest logit; the lowest index wins a tie.
+// The largest value so far is kept in a variable: compared with
+// logits[best] instead, each step waits for the load of the element the
+// step before chose, a chain through memory that made the loop over
+// 151,936 logits four times slower.
 int sample_argmax(const float* logits, int n) {
     int best = 0;
+    float top = logits[0];
     for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
+        if (logits[i] > top) {
+            top = logits[i];
+            best = i;
+        }
     return best;
 }
 

@@ -51,6 +51,7 @@
 #include "cuda/kernels_cuda.h"
 #include "model.h"
 #include "net.h"
+#include "sampler.h"
 
 static double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -439,13 +440,6 @@ static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int 
     pclose(f);
 }
 
-static int argmax(const float* v, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i;
-    return best;
-}
-
 // ---------------------------------------------------------------------------
 
 int cmd_bench(int argc, char** argv) {
@@ -574,12 +568,12 @@ int cmd_bench(int argc, char** argv) {
                         seen.push_back({label, kernel_path_name(), kernel_set_info(set).exact, std::vector<float>(l, l + c.vocab)});
                 }
                 if (n_decode > 0) {
-                    int next = argmax(prefill(16), c.vocab);
+                    int next = sample_argmax(prefill(16), c.vocab);
                     bw_near.push_back(bandwidth.measure());
                     // The probe read the file; weights that all live in copies do not need its pages.
                     if (bandwidth.data && !reads_file(m, w)) release_file_pages(m, m.map, m.file_size);
                     double t0 = now_s();
-                    for (int i = 0; i < n_decode; i++) next = argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
+                    for (int i = 0; i < n_decode; i++) next = sample_argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
                     tg.push_back(n_decode / (now_s() - t0));
                 }
                 if (with_llama) {
@@ -632,7 +626,7 @@ int cmd_bench(int argc, char** argv) {
             }
             printf("precision  %s %s vs %s: logits of a %d-token prompt differ by at most %.4g (the logits span %.3g); "
                    "top token %s\n", a.type.c_str(), a.set.c_str(), b.set.c_str(), prompts.back(), max_d, hi - lo,
-                   argmax(a.v.data(), (int)a.v.size()) == argmax(b.v.data(), (int)b.v.size()) ? "the same" : "DIFFERS");
+                   sample_argmax(a.v.data(), (int)a.v.size()) == sample_argmax(b.v.data(), (int)b.v.size()) ? "the same" : "DIFFERS");
             break;
         }
     }
