@@ -238,8 +238,11 @@ void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n);
 void rmsnorm(float* out, const float* x, const float* w, int n, float eps);
 // In place, numerically stable (subtract the max first).
 void softmax(float* x, int n);
-// SwiGLU's gate: gate[i] = silu(gate[i]) * up[i].
+// SwiGLU's gate: gate[i] = silu(gate[i]) * up[i]. The plain kernel with
+// std::exp; under a SIMD set swiglu_fast, with the set's exp_shift: equal to
+// plain within float rounding, the same bits in every set.
 void swiglu(float* gate, const float* up, int n);
+void swiglu_fast(float* gate, const float* up, int n, const SimdKernels& k);
 // RoPE, Hugging Face "rotate_half" layout: dimension i is paired with
 // i + head_dim/2 (not with i+1). vec holds n_heads heads of head_dim each.
 void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);

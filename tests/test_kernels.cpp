@@ -849,3 +849,45 @@ TEST_CASE("exp_poly: within 2 ulp of exp over [-87.33, 0], 0 below; every SIMD s
     }
     kernels_init(KernelSet::Fast, 0);
 }
+
+TEST_CASE("swiglu: every SIMD set's swiglu_fast bitwise equal to the scalar twin's and within 4 ulp of the exact value as plain is, the tails included") {
+    // a sweep across exp_poly's range and past it both ways, odd lengths (the chunks of 256)
+    std::vector<float> g = {0.0f, -0.0f, 1e-30f, -1e-30f, 87.0f, -87.0f, 87.4f, -87.4f, 100.0f, -100.0f, 1e30f, -1e30f};
+    for (double v = -95; v < 95; v += 0.0137) g.push_back((float)v);
+    std::mt19937 rng(7);
+    std::vector<float> up = random_vec(g.size(), rng);
+    kernels_init(KernelSet::Plain, 1);
+    std::vector<float> plain = g;
+    swiglu(plain.data(), up.data(), (int)plain.size());
+    std::vector<float> scalar = g;
+    swiglu_fast(scalar.data(), up.data(), (int)scalar.size(), SCALAR_KERNELS);
+    for (size_t i = 0; i < g.size(); i++) {
+        CAPTURE(g[i]);
+        double exact = g[i] / (1.0 + std::exp(-(double)g[i])) * up[i];
+        double ulp = std::nextafter(std::fabs((float)exact), INFINITY) - std::fabs((float)exact);
+        // where sigmoid(g) is below 2^-126 its subnormal (or exp_poly's 0) loses
+        // bits: at most 2^-126 |g up| more, in both
+        double tail = std::ldexp(2.0, -126) * std::fabs(g[i] * (double)up[i]);
+        CHECK(std::fabs(scalar[i] - exact) <= 4 * ulp + tail);
+        CHECK(std::fabs(plain[i] - exact) <= 4 * ulp + tail);
+    }
+    // g = -100: a zero of the sign of g * up, as g / (1 + inf) * up is in plain
+    CHECK(scalar[9] == 0.0f);
+    CHECK(std::signbit(scalar[9]) == std::signbit(plain[9]));
+    for (KernelSet set : simd_sets()) {
+        const SimdKernels& k = simd_table(set);
+        std::string name = k.name;
+        CAPTURE(name);
+        for (int n : {(int)g.size(), 255, 257, 7}) {
+            std::vector<float> a(g.begin(), g.begin() + n), b = a;
+            swiglu_fast(a.data(), up.data(), n, SCALAR_KERNELS);
+            swiglu_fast(b.data(), up.data(), n, k);
+            CHECK(bitwise_equal(a, b));
+        }
+        kernels_init(set, 1);  // and through swiglu(), as net.cpp calls it
+        std::vector<float> c = g;
+        swiglu(c.data(), up.data(), (int)c.size());
+        CHECK(bitwise_equal(c, scalar));
+    }
+    kernels_init(KernelSet::Fast, 0);
+}
