@@ -78,9 +78,9 @@ void apply_penalties(float* logits, int n, const int* window, int n_window,
 
 // Greedy: the index of the largest logit; the lowest index wins a tie.
 // The largest value so far is kept in a variable: compared with
-// logits[best] instead, each step waits for the load of the element the
-// step before chose, a chain through memory that made the loop over
-// 151,936 logits four times slower.
+// logits[best] instead, each step would wait for the load of the element
+// the step before chose, a chain through memory over all 151,936 logits
+// of every sampled token.
 int sample_argmax(const float* logits, int n) {
     int best = 0;
     float top = logits[0];
