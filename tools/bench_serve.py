@@ -12,6 +12,11 @@
 # decode tokens/s (median and p90); then the batching speedup, CLIENTS at
 # once against one client alone on the same server. The servers run one
 # after the other on the same machine, so other load on it disturbs all.
+# On the --parallel CLIENTS server the two bursts alternate ROUNDS times
+# (--rounds, default 3): one client alone, the CLIENTS at once, again and
+# again, and the speedup is the ratio of the two medians, so that a
+# moment when the machine reads memory slower (a shared machine's
+# bandwidth moves by a third from minute to minute) weighs on both sides.
 #
 # llama.cpp, between the two: its llama-batched-bench (build/llama.cpp/bin,
 # built natively from the source node-llama-cpp ships) decodes 1 and then
@@ -23,13 +28,16 @@ import http.client, json, os, re, statistics, subprocess, sys, threading, time
 
 args = sys.argv[1:]
 model = args.pop(0) if args and not args[0].startswith("--") else "models/qwen2.5-0.5b"
-opt = {"--threads": "2", "--clients": "8", "--tokens": "64"}
+opt = {"--threads": "2", "--clients": "8", "--tokens": "64", "--rounds": "3"}
 while args:
     k = args.pop(0)
     if k not in opt or not args:
-        sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N]")
+        sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N] [--rounds N]")
     opt[k] = args.pop(0)
-threads, clients, tokens = int(opt["--threads"]), int(opt["--clients"]), int(opt["--tokens"])
+for k, v in opt.items():
+    if not v.isdigit() or int(v) < 1:
+        sys.exit("bench_serve: %s %s: a whole number of at least 1" % (k, v))
+threads, clients, tokens, rounds = (int(opt[k]) for k in ("--threads", "--clients", "--tokens", "--rounds"))
 
 def start(parallel):
     log = open("/tmp/bench_serve_%d.log" % os.getpid(), "w+")
@@ -47,9 +55,9 @@ def start(parallel):
     log.seek(0)
     sys.exit("the server did not start:\n" + log.read()[-2000:])
 
-def client(port, i, out):
+def client(port, i, out, question):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
-    body = {"messages": [{"role": "user", "content": "Question %d: tell me a story." % i}], "max_tokens": tokens,
+    body = {"messages": [{"role": "user", "content": "Question %d: tell me a story." % question}], "max_tokens": tokens,
             "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
     t0 = time.time()
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -69,9 +77,13 @@ def client(port, i, out):
     out[i] = {"ttft": (first or end) - t0, "n": n, "tps": (n - 1) / (end - first) if first and n > 1 and end > first else 0,
               "start": t0, "end": end, "prompt": prompt_n}
 
+asked = [0]  # requests sent so far: each gets its own question number, so no prompt is a cached prefix of an earlier one
+
 def burst(port, n_clients):
     out = [None] * n_clients
-    ts = [threading.Thread(target=client, args=(port, i, out)) for i in range(n_clients)]
+    first = asked[0]
+    asked[0] += n_clients
+    ts = [threading.Thread(target=client, args=(port, i, out, first + i)) for i in range(n_clients)]
     for t in ts: t.start()
     for t in ts: t.join()
     total = sum(o["n"] for o in out)
@@ -135,10 +147,15 @@ if tg:
           "%d sequences %.1f tok/s in all: %.2fx" % (threads, tg[1], clients, tg[clients], tg[clients] / tg[1]), flush=True)
 else:
     print("llama.cpp llama-batched-bench: " + why, flush=True)
-alone, together = serve(clients, [1, clients])
-show("--parallel %d, 1 client" % clients, alone)
-show("--parallel %d, %d clients" % (clients, clients), together)
-print("batching speedup (total tok/s of %d clients at once vs 1 client alone, same server): %.2fx" %
-      (clients, together["total_tps"] / alone["total_tps"]))
-print("  (vs the --parallel 1 server with %d queued clients: %.2fx)" % (clients, together["total_tps"] / queued["total_tps"]))
+runs = serve(clients, [1, clients] * rounds)
+alones, togethers = runs[0::2], runs[1::2]
+for i in range(rounds):
+    show("--parallel %d, 1 client" % clients, alones[i])
+    show("--parallel %d, %d clients" % (clients, clients), togethers[i])
+alone_tps = statistics.median(r["total_tps"] for r in alones)
+together_tps = statistics.median(r["total_tps"] for r in togethers)
+print("batching speedup (total tok/s of %d clients at once vs 1 client alone, same server, medians of %d alternated rounds): "
+      "%.2fx (%.1f vs %.1f tok/s; each round: %s)" % (clients, rounds, together_tps / alone_tps, together_tps, alone_tps,
+      " ".join("%.2fx" % (t["total_tps"] / a["total_tps"]) for a, t in zip(alones, togethers))))
+print("  (vs the --parallel 1 server with %d queued clients: %.2fx)" % (clients, together_tps / queued["total_tps"]))
 print("(p90 of per-client tok/s is the 90th percentile value; the machine may be shared: compare the ratio, not the absolute numbers)")
