@@ -40,6 +40,8 @@ for k, v in opt.items():
 threads, clients, tokens, rounds = (int(opt[k]) for k in ("--threads", "--clients", "--tokens", "--rounds"))
 
 def start(parallel):
+    if not os.access("./run", os.X_OK):
+        sys.exit("bench_serve: ./run is not here (run make first, from the repository's top folder)")
     log = open("/tmp/bench_serve_%d.log" % os.getpid(), "w+")
     p = subprocess.Popen(["./run", "serve", model, "--port", "0", "--threads", str(threads), "--parallel", str(parallel),
                           "--ctx", "512", "--queue", str(clients)], stderr=log)
