@@ -139,21 +139,20 @@ struct SimdKernels {
 // is how many cache lines are on their way from memory at once. For one
 // token a tile holds one row of each of its stripes (kernels_fast.cpp:
 // tile_row_list), so a thread reads a few long streams that the hardware
-// prefetcher follows. It does not run far enough ahead on every CPU, and
-// a batch of a few tokens (a serving step) spends long enough on each line
-// that the next ones should already be on their way: so the x86 float
+// prefetcher follows. It does not run far enough ahead on every CPU, and a
+// batch of a few tokens (a serving step) spends long enough on each line
+// that the next ones should already be on their way. So the x86 float
 // tiles ask, as they read a line of each row, for the same columns `rows`
-// rows further down (prefetch_rows_ahead, rows = the tile's own row count;
-// book/11-performance.md, Step 4, measures it; NEON's tiles are not
-// measured with it and do without).
-// In stripes that is the rows a few tiles on; in a prefill tile, whose
+// rows further down (prefetch_rows_ahead; rows = the tile's own row
+// count): in stripes, the rows a few tiles on; in a prefill tile, whose
 // rows sit side by side, the next tile's rows, which come from L3 for the
-// first token group of a block. Into L2 (locality 2), not L1: the lines
-// would push out of L1 what the tile is still reading. The AVX2 Q8_0 tile
-// (kernels_avx2.cpp) asks PREFETCH_ROWS rows further down each stripe, and
-// the block formats' tiles do likewise (quants_avx2.cpp:prefetch_distance).
-// A prefetch never faults, past the matrix's end included, and changes no
-// result.
+// first token group of a block. Into L2 (locality 2), not L1, where the
+// lines would push out what the tile is still reading.
+// (book/11-performance.md, Step 4, measures it; NEON's tiles are not
+// measured with it and do without.) The AVX2 Q8_0 tile (kernels_avx2.cpp) asks
+// PREFETCH_ROWS rows further down each stripe, and the block formats'
+// tiles do likewise (quants_avx2.cpp:prefetch_distance). A prefetch never
+// faults, past the matrix's end included, and changes no result.
 const int PREFETCH_ROWS = 8;
 static inline void prefetch_ahead(const uint8_t* p, size_t row_bytes) {
     __builtin_prefetch((const void*)((uintptr_t)p + PREFETCH_ROWS * row_bytes));
