@@ -143,22 +143,24 @@ struct SimdKernels {
 // batch of a few tokens (a serving step) spends long enough on each line
 // that the next ones should already be on their way. So the x86 float
 // tiles ask, as they read a line of each row, for the same columns `rows`
-// rows further down (prefetch_rows_ahead; rows = the tile's own row
+// rows further down (prefetch_ahead, TO_L2; rows = the tile's own row
 // count): in stripes, the rows a few tiles on; in a prefill tile, whose
 // rows sit side by side, the next tile's rows, which come from L3 for the
 // first token group of a block. Into L2 (locality 2), not L1, where the
 // lines would push out what the tile is still reading.
 // (book/11-performance.md, Step 4, measures it; NEON's tiles are not
 // measured with it and do without.) The AVX2 Q8_0 tile (kernels_avx2.cpp) asks
-// PREFETCH_ROWS rows further down each stripe, and the block formats'
-// tiles do likewise (quants_avx2.cpp:prefetch_distance). A prefetch never
-// faults, past the matrix's end included, and changes no result.
+// PREFETCH_ROWS rows further down each stripe, into L1, and the block
+// formats' tiles do likewise (quants_avx2.cpp:prefetch_distance). A
+// prefetch never faults, past the matrix's end included, and changes no
+// result.
 const int PREFETCH_ROWS = 8;
-static inline void prefetch_ahead(const uint8_t* p, size_t row_bytes) {
-    __builtin_prefetch((const void*)((uintptr_t)p + PREFETCH_ROWS * row_bytes));
-}
-static inline void prefetch_rows_ahead(const void* p, size_t ahead) {
-    __builtin_prefetch((const void*)((uintptr_t)p + ahead), 0, 2);
+enum PrefetchTo { TO_L2, TO_L1 };
+// Asks for the line `ahead` bytes past p (a constant `to` folds the branch away).
+static inline void prefetch_ahead(const void* p, size_t ahead, PrefetchTo to) {
+    const void* line = (const void*)((uintptr_t)p + ahead);
+    if (to == TO_L1) __builtin_prefetch(line, 0, 3);
+    else __builtin_prefetch(line, 0, 2);
 }
 extern const SimdKernels SCALAR_KERNELS;
 extern const SimdKernels AVX2_KERNELS;    // defined only on x86-64

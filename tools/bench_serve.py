@@ -24,7 +24,7 @@
 # ours, on the same weights as a bf16 GGUF (./run convert, cached in
 # build/bench/). It measures the model alone, with no HTTP; without the
 # binary its line says "not measured".
-import http.client, json, os, re, statistics, subprocess, sys, threading, time
+import http.client, itertools, json, os, re, statistics, subprocess, sys, threading, time
 
 args = sys.argv[1:]
 model = args.pop(0) if args and not args[0].startswith("--") else "models/qwen2.5-0.5b"
@@ -79,13 +79,11 @@ def client(port, i, out, question):
     out[i] = {"ttft": (first or end) - t0, "n": n, "tps": (n - 1) / (end - first) if first and n > 1 and end > first else 0,
               "start": t0, "end": end, "prompt": prompt_n}
 
-asked = [0]  # requests sent so far: each gets its own question number, so no prompt is a cached prefix of an earlier one
+questions = itertools.count()  # each request its own question number: no prompt is a cached prefix of an earlier one
 
 def burst(port, n_clients):
     out = [None] * n_clients
-    first = asked[0]
-    asked[0] += n_clients
-    ts = [threading.Thread(target=client, args=(port, i, out, first + i)) for i in range(n_clients)]
+    ts = [threading.Thread(target=client, args=(port, i, out, next(questions))) for i in range(n_clients)]
     for t in ts: t.start()
     for t in ts: t.join()
     total = sum(o["n"] for o in out)

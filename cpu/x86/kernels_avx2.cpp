@@ -61,7 +61,7 @@ INLINE void tile_one(DType dt, const uint8_t* const* w, const float* x, int cols
     __m256 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++) lo[r] = hi[r] = _mm256_setzero_ps();
-    // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_rows_ahead).
+    // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_ahead).
     const size_t elt = dt == DType::F32 ? 4 : 2, ahead = ROWS * elt * cols;
     int c = 0;
     for (; c + 16 <= cols; c += 16) {
@@ -69,7 +69,7 @@ INLINE void tile_one(DType dt, const uint8_t* const* w, const float* x, int cols
         __asm__("" : "+x"(xl), "+x"(xh));
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
-            if (c * elt % 64 == 0) prefetch_rows_ahead(w[r] + c * elt, ahead);
+            if (c * elt % 64 == 0) prefetch_ahead(w[r] + c * elt, ahead, TO_L2);
             lo[r] = _mm256_fmadd_ps(load8(dt, w[r], c), xl, lo[r]);
             hi[r] = _mm256_fmadd_ps(load8(dt, w[r], c + 8), xh, hi[r]);
         }
@@ -123,7 +123,7 @@ INLINE void pass_n(DType dt, const uint8_t* const* w, const float* const* x, int
         __asm__("" : "+x"(x0), "+x"(x1), "+x"(x2));
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
-            if (ahead && c * elt % 64 == 0) prefetch_rows_ahead(w[r] + c * elt, ahead);  // the first pass only
+            if (ahead && c * elt % 64 == 0) prefetch_ahead(w[r] + c * elt, ahead, TO_L2);  // the first pass only
             __m256 wv = load8(dt, w[r], c + 8 * pass);
             __asm__("" : "+x"(wv));
             a[r][0] = _mm256_fmadd_ps(wv, x0, a[r][0]);
@@ -145,13 +145,13 @@ INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x,
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();
     int full = cols / 16 * 16;
+    const size_t elt = dt == DType::F32 ? 4 : 2;
     for (int c0 = 0; c0 < full; c0 += PASS_COLS) {
         int c1 = std::min(full, c0 + PASS_COLS);
-        pass_n(dt, w, x, NT, c0, c1, 0, acc[0], ROWS * (dt == DType::F32 ? 4 : 2) * (size_t)cols);  // as tile_one
+        pass_n(dt, w, x, NT, c0, c1, 0, acc[0], ROWS * elt * cols);  // as tile_one
         pass_n(dt, w, x, NT, c0, c1, 1, acc[1]);
     }
     if (full < cols) {  // the last columns, zero-padded to one step of 16
-        size_t elt = dt == DType::F32 ? 4 : 2;
         alignas(32) uint8_t wbuf[ROWS][16 * 4] = {}, xbuf[TOKENS][16 * 4] = {};
         const uint8_t* wp[ROWS];
         const float* xp[TOKENS];
@@ -212,7 +212,7 @@ INLINE void q8_step_one(const uint8_t* const* w, const uint8_t* x, size_t off, s
     __m256i xq = _mm256_loadu_si256((const __m256i*)(x + off + 2));
 #pragma GCC unroll 4
     for (int r = 0; r < Q8_ROWS; r++) {
-        prefetch_ahead(w[r] + off, row_bytes);
+        prefetch_ahead(w[r] + off, PREFETCH_ROWS * row_bytes, TO_L1);
         float dw = scale(w[r] + off);
         __m256i wq = _mm256_loadu_si256((const __m256i*)(w[r] + off + 2));
         acc[r] = _mm256_fmadd_ps(q8_block_dot(wq, _mm256_abs_epi8(wq), xq), _mm256_set1_ps(dw * dx), acc[r]);

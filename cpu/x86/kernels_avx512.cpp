@@ -97,7 +97,7 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
-    // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_rows_ahead).
+    // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_ahead).
     const size_t elt = dt == DType::F32 ? 4 : 2, ahead = ROWS * elt * cols;
     int c = 0;
     for (; c + 16 <= cols; c += 16) {
@@ -109,7 +109,7 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
         }
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++) {
-            if (c * elt % 64 == 0) prefetch_rows_ahead(w[r] + c * elt, ahead);
+            if (c * elt % 64 == 0) prefetch_ahead(w[r] + c * elt, ahead, TO_L2);
             __m512 wv = load16(dt, w[r], c);
             __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
@@ -257,7 +257,7 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int N
         }
 #pragma GCC unroll 8
         for (int r = 0; r < BF_ROWS; r++) {
-            prefetch_rows_ahead(w[r] + 2 * c, ahead);  // as tile_n: the line BF_ROWS rows further down
+            prefetch_ahead(w[r] + 2 * c, ahead, TO_L2);  // as tile_n: the line BF_ROWS rows further down
             __m512i wv = _mm512_loadu_si512((const uint16_t*)w[r] + c);
             __asm__("" : "+v"(wv));
 #pragma GCC unroll 8
