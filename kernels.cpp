@@ -318,10 +318,27 @@ void attention_heads(float* out, float* scores, const float* q, const uint8_t* k
         return;
     }
     if (g_kernels.simd) {
-        KernelScratch own;  // only when the caller has none
-        attention_heads_fast(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
-                             head_dim, *g_kernels.simd, scratch ? *scratch : own);
+        KVRows K, V;
+        K.base = keys, V.base = values, K.stride = V.stride = stride;
+        attention_heads_rows(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
     } else
         attention_heads_plain(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
                               head_dim);
+}
+
+void attention_heads_rows(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                          DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                          KernelScratch* scratch) {
+    if (!g_kernels.simd) fail("attention_heads_rows: the plain kernels take the keys in one run (net.cpp:kv_read)");
+    if (scratch && scratch->timed) {  // as attention_heads: the same call, timed
+        scratch->timed = false;
+        double t0 = clock_s();
+        attention_heads_rows(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
+        scratch->attention_s += clock_s() - t0;
+        scratch->timed = true;
+        return;
+    }
+    KernelScratch own;  // only when the caller has none
+    attention_heads_fast(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, *g_kernels.simd,
+                         scratch ? *scratch : own);
 }

@@ -259,6 +259,25 @@ void apply_rope(float* vec, int n_heads, int head_dim, int pos, float theta);
 // in blocks of ATT_BLOCK with an online softmax (a running maximum and sum),
 // so its memory does not grow with n.
 const int ATT_BLOCK = 64;
+// Where one sequence's cached rows (its keys, or its values) lie. In one
+// run (the Net's own cache, or a sequence inside one block of the server's
+// cache): row j at base + j*stride. In pages (serve/kv_pages.h: blocks of
+// positions anywhere in a pool): row j at rows[j], and the rows of one page
+// stride apart. The fast attention kernels read either where it lies; the
+// plain ones take one run (net.cpp:kv_read gathers the pages into one).
+struct KVRows {
+    const uint8_t* base = nullptr;
+    const uint8_t* const* rows = nullptr;  // one pointer per position, or nullptr: one run from base
+    size_t stride = 0;                     // bytes from one position's row to the next within a run
+    const uint8_t* at(int j) const { return rows ? rows[j] : base + (size_t)j * stride; }
+    // How many of rows j .. j+n-1 follow one another stride apart (at least 1).
+    int run(int j, int n) const {
+        int r = 1;
+        if (!rows) return n;
+        while (r < n && rows[j + r] == rows[j] + (size_t)r * stride) r++;
+        return r;
+    }
+};
 void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim);
 void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
@@ -284,9 +303,15 @@ void attention_heads(float* out, float* scores, const float* q, const uint8_t* k
 void attention_heads_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                            size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
                            int head_dim);
-void attention_heads_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                          size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
-                          int head_dim, const SimdKernels& k, KernelScratch& s);
+// The same for keys and values where they lie (KVRows), in pages or in one
+// run: the same bits as one run, since every sum still goes over the
+// positions in order. Under a SIMD set only (net.cpp:attention).
+void attention_heads_rows(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                          DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                          KernelScratch* scratch = nullptr);
+void attention_heads_fast(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                          DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                          const SimdKernels& k, KernelScratch& s);
 // The fast kernels' exp (kernels_fast.cpp): the scalar twin of every set's
 // exp_shift, for x in [-87.33, 0] within 2 ulp of exp; 0 below.
 float exp_poly(float x);

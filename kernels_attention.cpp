@@ -25,8 +25,13 @@
 //
 // Every step uses the set's kernels (dot in the one order, exp_shift, axpy),
 // so all sets give the same bits; the sum l is kept in double, as plain does.
-void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                         size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k) {
+//
+// The keys and values come as KVRows (kernels.h): in one run, or page by
+// page where the server's cache holds them. A block of ATT_BLOCK keys may
+// span pages; axpy then goes over it one page's run at a time, which adds
+// the same products to each output value in the same order.
+static void head_rows(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V, size_t off,
+                      DType kv_type, int n, int head_dim, const SimdKernels& k) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     float s[ATT_BLOCK];
     float m = -INFINITY;
@@ -36,7 +41,7 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
         int nb = std::min(ATT_BLOCK, n - j0);
         float block_max = -INFINITY;
         for (int j = 0; j < nb; j++) {
-            s[j] = k.dot(q, keys + (j0 + j) * stride, kv_type, head_dim) * scale;
+            s[j] = k.dot(q, K.at(j0 + j) + off, kv_type, head_dim) * scale;
             block_max = std::max(block_max, s[j]);
         }
         if (scores) std::memcpy(scores + j0, s, nb * sizeof(float));
@@ -51,7 +56,10 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
         }
         k.exp_shift(s, m, nb);
         for (int j = 0; j < nb; j++) l += s[j];
-        k.axpy(out, s, values + j0 * stride, stride, kv_type, nb, head_dim);
+        for (int j = 0, r; j < nb; j += r) {
+            r = V.run(j0 + j, nb - j);
+            k.axpy(out, s + j, V.at(j0 + j) + off, V.stride, kv_type, r, head_dim);
+        }
     }
     float inv = (float)(1.0 / l);
     for (int i = 0; i < head_dim; i++) out[i] *= inv;
@@ -59,6 +67,13 @@ void attention_head_fast(float* out, float* scores, const float* q, const uint8_
         k.exp_shift(scores, m, n);
         for (int j = 0; j < n; j++) scores[j] *= inv;
     }
+}
+
+void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
+                         size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k) {
+    KVRows K, V;
+    K.base = keys, V.base = values, K.stride = V.stride = stride;
+    head_rows(out, scores, q, K, V, 0, kv_type, n, head_dim, k);
 }
 
 // ---------------------------------------------------------------------------
@@ -101,9 +116,9 @@ static void att_scores_scalar(float* s, const float* q, size_t q_stride, int nq,
 
 
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
-static void attention_tile(float* out, float* scores, const float* q, const float* kt, const uint8_t* values,
-                           size_t stride, DType kv_type, int T, int t0, int nq, int n_first, int q_dim,
-                           int head_dim, const SimdKernels& k, float* o) {
+static void attention_tile(float* out, float* scores, const float* q, const float* kt, const KVRows& V, size_t off,
+                           DType kv_type, int T, int t0, int nq, int n_first, int q_dim, int head_dim,
+                           const SimdKernels& k, float* o) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     int kv_len = n_first - 1 + T, last = n_first + t0 + nq - 1;  // keys the last query of the tile sees
     float s[ATT_QUERIES][ATT_BLOCK], m[ATT_QUERIES], lanes[ATT_QUERIES][LANES];
@@ -142,10 +157,13 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
             k.exp_shift(si, m[i], nk);
             for (int j = 0; j < nk; j++) lanes[i][j % LANES] += si[j];
         }
-        const uint8_t* v = values + (size_t)j0 * stride;
-        if (k.att_pv) k.att_pv(o, &s[0][0], nq, v, stride, kv_type, nk, head_dim);
-        else
-            for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, s[i], v, stride, kv_type, nk, head_dim);
+        for (int j = 0, r; j < nk; j += r) {  // the block's values, one page's run at a time
+            r = V.run(j0 + j, nk - j);
+            const uint8_t* v = V.at(j0 + j) + off;
+            if (k.att_pv) k.att_pv(o, &s[0][j], nq, v, V.stride, kv_type, r, head_dim);
+            else
+                for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, s[i] + j, v, V.stride, kv_type, r, head_dim);
+        }
     }
     for (int i = 0; i < nq; i++) {
         float inv = 1.0f / sum_lanes(lanes[i]);
@@ -161,18 +179,17 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
     }
 }
 
-void attention_heads_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                          size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
-                          int head_dim, const SimdKernels& k, KernelScratch& s) {
+void attention_heads_fast(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                          DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                          const SimdKernels& k, KernelScratch& s) {
     int kv_len = n_first - 1 + T, group = n_heads / n_kv_heads, q_dim = n_heads * head_dim;
     size_t elt = kv_type == DType::F32 ? 4 : 2;
     if (T == 1) {  // decode: one query per head
         #pragma omp parallel for schedule(static)
         for (int h = 0; h < n_heads; h++) {
             size_t kv_off = (size_t)(h / group) * head_dim * elt;
-            attention_head_fast(out + h * head_dim, scores ? scores + (size_t)h * kv_len : nullptr,
-                                q + h * head_dim, keys + kv_off, values + kv_off, stride, kv_type, n_first,
-                                head_dim, k);
+            head_rows(out + h * head_dim, scores ? scores + (size_t)h * kv_len : nullptr, q + h * head_dim, K, V,
+                      kv_off, kv_type, n_first, head_dim, k);
         }
         return;
     }
@@ -192,9 +209,12 @@ void attention_heads_fast(float* out, float* scores, const float* q, const uint8
                 float* dst = kt + g * kt_head + (size_t)b * head_dim * ATT_BLOCK;
                 for (int j = 0; j < ATT_BLOCK; j++) {
                     int key = b * ATT_BLOCK + j;
-                    const uint8_t* row = keys + (size_t)key * stride + (size_t)g * head_dim * elt;
-                    for (int d = 0; d < head_dim; d++)
-                        dst[d * ATT_BLOCK + j] = key < kv_len ? widen(kv_type, row, d) : 0.0f;
+                    if (key >= kv_len) {
+                        for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = 0.0f;
+                        continue;
+                    }
+                    const uint8_t* row = K.at(key) + (size_t)g * head_dim * elt;
+                    for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = widen(kv_type, row, d);
                 }
             }
         // Tiles of (head, queries), the costliest first (the last queries
@@ -206,9 +226,8 @@ void attention_heads_fast(float* out, float* scores, const float* q, const uint8
             int h = it % n_heads, t0 = (n_tiles - 1 - it / n_heads) * ATT_QUERIES;
             size_t kv_off = (size_t)(h / group) * head_dim * elt;
             attention_tile(out + h * head_dim, scores ? scores + (size_t)h * T * kv_len : nullptr,
-                           q + (size_t)t0 * q_dim + h * head_dim, kt + (h / group) * kt_head, values + kv_off,
-                           stride, kv_type, T, t0, std::min(ATT_QUERIES, T - t0), n_first, q_dim, head_dim, k,
-                           o.data());
+                           q + (size_t)t0 * q_dim + h * head_dim, kt + (h / group) * kt_head, V, kv_off,
+                           kv_type, T, t0, std::min(ATT_QUERIES, T - t0), n_first, q_dim, head_dim, k, o.data());
         }
     }
 }

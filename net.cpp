@@ -130,12 +130,31 @@ static void attention(Net& net, int layer, const SeqRows& s) {
     // [n_heads, T, kv_len]: the attention weights, kept only for a trace
     // (-vv, --report); otherwise nothing of size T x kv_len is stored.
     float* scores = g_watch_tensors ? net.scores.data() : nullptr;
-    const uint8_t *K, *V;
-    kv_read(net, s.kv, layer, s.pos + s.T, &K, &V);
+    float *out = &net.att[(size_t)s.row0 * q_dim], *q = &net.q[(size_t)s.row0 * q_dim];
+    int end = s.pos + s.T, n_first = s.pos + 1 - s.kv.first;
     // Every head and token at once (kernels.h: attention_heads): one query
     // per head in decode, tiles of queries against blocks of keys in prefill.
-    attention_heads(&net.att[(size_t)s.row0 * q_dim], scores, &net.q[(size_t)s.row0 * q_dim], K, V, s.kv.row_bytes,
-                    s.kv.type, c.n_heads, c.n_kv_heads, s.T, s.pos + 1 - s.kv.first, hd, &net.kscratch);
+    // The plain kernels read one run: kv_read gathers a sequence that spans
+    // blocks. The fast ones read each block where it lies (a table of where
+    // each position's row is): in a serving step of 8 sequences, gathering
+    // copied every cached row of every layer again at every step.
+    if (g_kernels.simd && s.kv.first / s.kv.block != (end - 1) / s.kv.block) {
+        net.krows.resize(end - s.kv.first);
+        net.vrows.resize(end - s.kv.first);
+        for (int p = s.kv.first; p < end; p++) {
+            size_t at = kv_offset(s.kv, layer, p);
+            net.krows[p - s.kv.first] = s.kv.k + at;
+            net.vrows[p - s.kv.first] = s.kv.v + at;
+        }
+        KVRows K, V;
+        K.rows = net.krows.data(), V.rows = net.vrows.data(), K.stride = V.stride = s.kv.row_bytes;
+        attention_heads_rows(out, scores, q, K, V, s.kv.type, c.n_heads, c.n_kv_heads, s.T, n_first, hd, &net.kscratch);
+    } else {
+        const uint8_t *K, *V;
+        kv_read(net, s.kv, layer, end, &K, &V);
+        attention_heads(out, scores, q, K, V, s.kv.row_bytes, s.kv.type, c.n_heads, c.n_kv_heads, s.T, n_first, hd,
+                        &net.kscratch);
+    }
     WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, kv_len);
 }
 

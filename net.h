@@ -51,6 +51,7 @@ struct Net {
     LineVector<float> gate, up;  // [T, intermediate]
     LineVector<float> logits;    // [T or 1, vocab]
     LineVector<uint8_t> gk, gv;  // a sequence's keys and values gathered from its blocks into one run (kv_read)
+    std::vector<const uint8_t*> krows, vrows;  // or where each position's row lies (net.cpp:attention, fast kernels)
     std::shared_ptr<struct CudaNet> cuda;  // weights, cache and scratch on the GPU (net_cuda.cpp), --device cuda
 };
 

@@ -15,9 +15,10 @@
 //
 // This is the idea of vLLM's PagedAttention, without the GPU kernel: the
 // forward pass sees a sequence through a view of its blocks (net.h:
-// KVView, made here by kv_seq_view), and attention gathers its rows into
-// one contiguous run first (net.cpp: kv_read), so the attention kernels
-// are the ones a single sequence uses.
+// KVView, made here by kv_seq_view). The fast attention kernels read the
+// blocks where they lie (kernels.h: KVRows, a row per position); the plain
+// ones get the rows gathered into one contiguous run (net.cpp: kv_read), so
+// they are the ones a single sequence uses.
 //
 // Prefix reuse. Two chats with the same system prompt, or the next turn of
 // one chat, begin with the same tokens, so the keys and values of those

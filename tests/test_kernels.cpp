@@ -729,15 +729,39 @@ static void run_heads(const HeadsCase& a, DType dt, const SimdKernels* k, int t_
     const float* q = a.q.data() + (size_t)t_begin * q_dim;
     const uint8_t *keys = (const uint8_t*)a.K.m.data, *values = (const uint8_t*)a.V.m.data;
     KernelScratch scratch;
+    KVRows K, V;
+    K.base = keys, V.base = values, K.stride = V.stride = a.stride;
     if (k)
-        attention_heads_fast(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
-                             a.n_kv_heads, T, a.n_first + t_begin, a.hd, *k, scratch);
+        attention_heads_fast(out + (size_t)t_begin * q_dim, scores, q, K, V, dt, a.n_heads, a.n_kv_heads, T,
+                             a.n_first + t_begin, a.hd, *k, scratch);
     else
         attention_heads_plain(out + (size_t)t_begin * q_dim, scores, q, keys, values, a.stride, dt, a.n_heads,
                               a.n_kv_heads, T, a.n_first + t_begin, a.hd);
 }
 
-TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SIMD set, 1-3 threads, with or without the weights, and any batch split give the same bits (f32/f16/bf16 cache)") {
+// The same keys and values in pages, as the server's cache holds them
+// (KVRows with a row per position): pages of 5 positions, the last page
+// first in the pool, so a block of ATT_BLOCK keys spans pages that are
+// not in order and runs end inside blocks.
+static void run_heads_paged(const HeadsCase& a, DType dt, const SimdKernels& k, float* out, float* scores) {
+    const int page = 5;
+    int n_pages = (a.kv_len + page - 1) / page;
+    std::vector<uint8_t> kp((size_t)n_pages * page * a.stride), vp(kp.size());
+    std::vector<const uint8_t*> kr(a.kv_len), vr(a.kv_len);
+    for (int j = 0; j < a.kv_len; j++) {
+        size_t at = ((size_t)(n_pages - 1 - j / page) * page + j % page) * a.stride;
+        std::memcpy(&kp[at], (const uint8_t*)a.K.m.data + (size_t)j * a.stride, a.stride);
+        std::memcpy(&vp[at], (const uint8_t*)a.V.m.data + (size_t)j * a.stride, a.stride);
+        kr[j] = &kp[at];
+        vr[j] = &vp[at];
+    }
+    KVRows K, V;
+    K.rows = kr.data(), V.rows = vr.data(), K.stride = V.stride = a.stride;
+    KernelScratch scratch;
+    attention_heads_fast(out, scores, a.q.data(), K, V, dt, a.n_heads, a.n_kv_heads, a.T, a.n_first, a.hd, k, scratch);
+}
+
+TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SIMD set, 1-3 threads, with or without the weights, any batch split and the cache in pages give the same bits (f32/f16/bf16 cache)") {
     std::mt19937 rng(17);
     std::vector<KernelSet> sets = simd_sets();
     struct Shape { int hd, T, n_first; };
@@ -810,6 +834,10 @@ TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SI
                     run_heads(a, dt, g_kernels.simd, 0, T, out_f.data(), s_f.data());
                     CHECK(bitwise_equal(out_f, out_s));
                     CHECK(bitwise_equal(s_f, s_s));
+                    std::vector<float> out_pg(n_out), s_pg(n_scores);
+                    run_heads_paged(a, dt, *g_kernels.simd, out_pg.data(), s_pg.data());
+                    CHECK(bitwise_equal(out_pg, out_s));
+                    CHECK(bitwise_equal(s_pg, s_s));
                 }
             kernels_init(KernelSet::Fast, 0);
         }
