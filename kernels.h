@@ -134,6 +134,16 @@ struct SimdKernels {
     void (*packed_group)(DType t, const uint8_t* g, int n_blocks, const uint8_t* xq, const int32_t* start,
                          const float* xsf, const float* bias, float* out);
     bool packed_q8;
+    // A float tile over the columns c0 .. c1-1 of its rows only, for a
+    // prefill whose rows are too long for a token group's activations to
+    // stay in the L1 cache (kernels_fast.cpp:run_tiles cuts them in
+    // chunks). `lanes` holds the 16 lanes of each dot product between
+    // chunks (tile_rows x tile_tokens x LANES floats): they start from it
+    // where c0 > 0 and stay in it where c1 < cols; the last chunk writes
+    // out as tile does. The same FMAs in the same order as tile, so the
+    // same bits. nullptr: the set's tiles take whole rows.
+    void (*tile_chunk)(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols, int c0,
+                       int c1, float* lanes, float out[MAX_TILE][MAX_TILE]);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
 // is how many cache lines are on their way from memory at once. For one

@@ -203,7 +203,7 @@ void swiglu_fast(float* gate, const float* up, int n, const SimdKernels& k) {
 
 const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar, axpy_scalar,
                                     exp_shift_scalar, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr, 0, 0, 0, false, nullptr, false};
+                                    nullptr, 0, 0, 0, false, nullptr, false, nullptr};
 
 // ---------------------------------------------------------------------------
 // The bf16dot set's scalar twin: kernels_avx512.cpp's vdpbf16ps tile in
@@ -246,7 +246,7 @@ static void tile_bf16dot_scalar(const uint8_t* const* w, const uint16_t* const* 
 // Other weight types take the scalar tiles.
 const SimdKernels BF16DOT_SCALAR_KERNELS = {"bf16dot-scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, dot_scalar,
                                             axpy_scalar, exp_shift_scalar, round_bf16_scalar, tile_bf16dot_scalar,
-                                            nullptr, nullptr, nullptr, 0, 0, 0, false, nullptr, false};
+                                            nullptr, nullptr, nullptr, 0, 0, 0, false, nullptr, false, nullptr};
 
 // ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over
@@ -296,9 +296,11 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MA
     return n;
 }
 
-// One tile of rows of one matrix: its rows against every token, in groups.
-static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb,
-                     int t_begin, int t_end, const SimdKernels& k, bool stripes) {
+// One tile of rows against the tokens t_begin .. t_end-1 (a serving step's
+// few, or one): decode's stripes, each tile taking every token, in groups.
+// The tile's rows stay in the L1 cache while the groups go by.
+static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb, int t_begin,
+                     int t_end, const SimdKernels& k, bool stripes) {
     const Mat& W = *o.W;
     bool q8 = W.dtype == DType::Q8_0;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
@@ -312,7 +314,6 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
     // where one of 4 does 4 (a serving step of 8 sequences: book/11-performance.md, Step 5).
     int n = t_end - t_begin, groups = (n + group - 1) / group;
     group = (n + groups - 1) / groups;
-    // The tile's rows stay in the L1 cache while the token groups go by.
     for (int t0 = t_begin; t0 < t_end; t0 += group) {
         int n_tok = std::min(group, t_end - t0);
         if (q8) {
@@ -334,6 +335,84 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
     }
 }
 
+// A prefill's product in panels (matmul_fast says why). A panel is a run of
+// consecutive tiles of one matrix whose weights, or the chunk of them a
+// pass reads, fill about PANEL_BYTES: it stays in L2 while the token groups
+// go by, and each group's activations (the chunk of them) stay in L1 while
+// the panel's tiles go by. A float tile takes a row's columns in chunks
+// when a group's whole activations would not fit X_CHUNK_BYTES, L1's share
+// for them, and the set has a tile that goes by chunks (tile_chunk); the
+// chunks are equal, in whole steps of 16.
+const size_t PANEL_BYTES = 128 * 1024, X_CHUNK_BYTES = 24 * 1024;
+const int PANEL_TOKENS = 128, MAX_PANEL_TILES = 64;
+
+static int chunk_cols(const Mat& W, const SimdKernels& k, bool bf16_x) {
+    if (!k.tile_chunk || W.dtype == DType::Q8_0 || (bf16_x && W.dtype == DType::BF16)) return W.cols;
+    size_t x_group = (size_t)k.tile_tokens * W.cols * sizeof(float);
+    int n_chunks = (int)((x_group + X_CHUNK_BYTES - 1) / X_CHUNK_BYTES);
+    if (n_chunks <= 1) return W.cols;
+    return ((W.cols + n_chunks - 1) / n_chunks + LANES - 1) / LANES * LANES;
+}
+
+// How many tiles a panel of W holds.
+static int panel_tiles(const Mat& W, const SimdKernels& k, bool bf16_x) {
+    bool q8 = W.dtype == DType::Q8_0;
+    int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
+    size_t pass_bytes = q8 ? row_bytes(W) : row_bytes(W) / W.cols * chunk_cols(W, k, bf16_x);
+    return std::clamp((int)(PANEL_BYTES / (tile_rows * pass_bytes)), 1, MAX_PANEL_TILES);
+}
+
+// Tiles tile0 .. tile1-1 of one matrix (rows side by side) against the
+// tokens t_begin .. t_end-1: for each group of tokens, for each chunk of
+// columns, every tile of the panel.
+static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, const uint8_t* xq, const uint16_t* xb,
+                      int t_begin, int t_end, const SimdKernels& k) {
+    const Mat& W = *o.W;
+    bool q8 = W.dtype == DType::Q8_0;
+    size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
+    int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
+    int kc = chunk_cols(W, k, xb != nullptr), n_tiles = tile1 - tile0;
+    // Each tile's rows and their addresses, once for the panel.
+    int rows[MAX_PANEL_TILES][MAX_TILE], n_rows[MAX_PANEL_TILES];
+    const uint8_t* w[MAX_PANEL_TILES][MAX_TILE];
+    for (int j = 0; j < n_tiles; j++) {
+        n_rows[j] = tile_row_list(tile0 + j, tile_rows, W.rows, false, rows[j]);
+        for (int i = 0; i < tile_rows; i++)
+            w[j][i] = (const uint8_t*)W.data + rows[j][std::min(i, n_rows[j] - 1)] * w_bytes;
+    }
+    // The lanes each tile carries from one chunk to the next (kernels.h: tile_chunk).
+    size_t lane_floats = (size_t)k.tile_rows * k.tile_tokens * LANES;
+    LineVector<float> lanes(kc < W.cols ? n_tiles * lane_floats : 0);
+    float res[MAX_TILE][MAX_TILE];
+    int n = t_end - t_begin, groups = (n + group - 1) / group;
+    group = (n + groups - 1) / groups;  // equal groups, as run_tile's
+    for (int t0 = t_begin; t0 < t_end; t0 += group) {
+        int n_tok = std::min(group, t_end - t0);
+        const float* xs[MAX_TILE];
+        const uint8_t* xqs[MAX_TILE];
+        const uint16_t* xbs[MAX_TILE];
+        for (int t = 0; t < n_tok; t++) {
+            xs[t] = x + (size_t)(t0 + t) * W.cols;
+            if (q8) xqs[t] = xq + (t0 + t) * xq_bytes;
+            if (xb) xbs[t] = xb + (size_t)(t0 + t) * W.cols;
+        }
+        for (int c0 = 0; c0 < W.cols; c0 += kc) {
+            int c1 = std::min(W.cols, c0 + kc);
+            for (int j = 0; j < n_tiles; j++) {
+                if (q8) k.tile_q8(w[j], xqs, n_tok, W.cols / Q8_BLOCK, res);
+                else if (xb && W.dtype == DType::BF16) k.tile_bf16(w[j], xbs, n_tok, W.cols, res);
+                else if (kc < W.cols) k.tile_chunk(W.dtype, w[j], xs, n_tok, W.cols, c0, c1, &lanes[j * lane_floats], res);
+                else k.tile(W.dtype, w[j], xs, n_tok, W.cols, res);
+                if (c1 < W.cols) continue;  // the lanes wait in `lanes` for the next chunk
+                for (int i = 0; i < n_rows[j]; i++)
+                    for (int t = 0; t < n_tok; t++)
+                        o.out[(size_t)(t0 + t) * W.rows + rows[j][i]] =
+                            res[i][t] + (o.bias ? o.bias[rows[j][i]] : 0.0f);
+            }
+        }
+    }
+}
+
 // Several matrices that multiply the same x (kernels.h: matmul_many) are one
 // list of tiles, matrix after matrix: tile i of the list belongs to the
 // matrix whose range [first[m], first[m+1]) holds it. One parallel region
@@ -345,11 +424,9 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 // the slower at the end of every product, and on a shared machine a core
 // is sometimes taken away for a moment, and the threads then spend a
 // noticeable part of a product waiting in the barrier (book/11-performance.md,
-// Step 1). So the tiles go to whichever thread is free:
-//   - prefill (bound by arithmetic): PREFILL_TILES_PER_TAKE tiles at a
-//     time, token block after token block (`nowait`: a thread may start the
-//     next block while the other finishes this one; the blocks write
-//     different rows);
+// Step 1). So the work goes to whichever thread is free:
+//   - prefill (bound by arithmetic): one panel of one token block at a time
+//     (below);
 //   - decode (bound by memory): schedule(guided), contiguous runs that
 //     shrink as the list runs out (half of the tiles first, then a quarter,
 //     ...; at least 8), so each thread still reads long sequential runs of
@@ -365,32 +442,32 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 // (book/A-measurements.md, "Short batches in stripes"). So up to
 // kernels.h:STREAM_TOKENS tokens take the decode's path, their activations
 // (at most 64 x 4864 floats, 1.2 MB) staying in L2 while the weights
-// stream by once; longer batches take token blocks (below), since every
-// tile over all of 512 tokens would read their 1.8 to 10 MB from L3 again.
+// stream by once.
 //
-// The loop order for a batch of tokens (prefill) is a matter of caches. A
-// tile's rows are small (4 rows of 896 bf16 weights: 7 KB) and stay in the
-// L1 cache while the tokens go by; the activations are not: 512 tokens of
-// 896 floats are 1.8 MB, more than a core's L2 (often 1-2 MB), so a
-// thread that took every token for each of its tiles would read all of x
-// from L3 once per tile. So the tokens come in blocks of at most
-// PREFILL_BLOCK_BYTES of activations (72 tokens of 896 floats, 12 of
-// 4864): the threads run all the tiles over one block, which then stays in
-// L2, before they move to the next block. Worked example, one thread's half
-// of the gate matrix (2432 rows x 896, 4.4 MB of bf16), 512 tokens:
-//   tokens inside tiles: 608 tiles x 1.8 MB of x      = 1.1 GB from L3
-//   tiles inside blocks: 8 blocks x 4.4 MB of weights = 35 MB (+ 1.8 MB of x)
-// The order of each dot product does not change, only when it is computed.
-const size_t PREFILL_BLOCK_BYTES = 256 * 1024;
-const int PREFILL_TILES_PER_TAKE = 8;
-
+// A longer batch (prefill) is bound by arithmetic, and what decides its
+// speed is which operand a tile reads from which cache. A tile of 4 rows x
+// 6 tokens does, per step of 16 columns, 24 FMAs on 6 activation vectors
+// and 4 weight vectors. If the tile's rows stay in L1 while every token
+// goes by, the activations come from L2: 6 x 64 = 384 bytes per step. If a
+// group of 6 tokens stays in L1 while many tiles go by, the weights come
+// from L2 instead: 4 x 16 bf16 = 128 bytes per step, a third. So the
+// threads take a panel of tiles (PANEL_BYTES of weights: 18 tiles of 4
+// rows at 896 bf16 columns) and a block of PANEL_TOKENS tokens at a time,
+// and run, for each group of the block, every tile of the panel
+// (run_panel): the panel stays in L2, the group's 6 x 896 floats (21 KB)
+// in L1, and each panel comes from memory once per block. A row of 4864
+// columns (the down projection) would make a group 114 KB, more than L1:
+// there the tile goes over the columns in 5 chunks of 976, each chunk of
+// the group 23 KB, the tile's lanes carried from chunk to chunk. Measured
+// on a Zen 5 (book/A-measurements.md, "The Zen 5 machine, again"): the
+// products of a 256-token prefill from 260 to 340 GFLOP/s. The order of
+// each dot product does not change, only when it is computed.
 void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k, KernelScratch& s) {
     if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
     int first[MAX_MATMUL_OUTS + 1] = {0};
     const uint8_t* xq = nullptr;  // the activations as Q8_0, made once for every Q8_0 matrix
     const uint16_t* xb = nullptr;  // as bf16, for the bf16dot tiles, made once for every bf16 matrix
     int group = k.tile_tokens;    // a token block holds whole groups of every tile
-    size_t x_row = 0;             // bytes of one token's activations (the widest the matrices read)
     for (int m = 0; m < n; m++) {
         const Mat& W = *outs[m].W;
         bool q8 = W.dtype == DType::Q8_0;
@@ -400,22 +477,28 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
         first[m + 1] = first[m] + (W.rows + tile_rows - 1) / tile_rows;
         group = std::lcm(group, q8 ? k.q8_tile_tokens : k.tile_tokens);
-        x_row = std::max(x_row, (size_t)W.cols * sizeof(float));
     }
-    auto run = [&](int tile, int t0, int t1) {  // tile `tile` of the list, tokens t0..t1-1
-        int m = 0;
-        while (tile >= first[m + 1]) m++;
-        run_tile(outs[m], tile - first[m], x, xq, xb, t0, t1, k, T <= STREAM_TOKENS);
-    };
     if (T <= STREAM_TOKENS) {  // decode, or a short batch: shrinking contiguous runs of tiles (the stripes of tile_row_list)
         #pragma omp parallel for schedule(guided, 8)
-        for (int tile = 0; tile < first[n]; tile++) run(tile, 0, T);
+        for (int tile = 0; tile < first[n]; tile++) {
+            int m = 0;
+            while (tile >= first[m + 1]) m++;
+            run_tile(outs[m], tile - first[m], x, xq, xb, 0, T, k, true);
+        }
         return;
     }
-    int block = std::max(1, (int)(PREFILL_BLOCK_BYTES / x_row / group)) * group;
-    #pragma omp parallel
-    for (int t0 = 0; t0 < T; t0 += block) {
-        #pragma omp for schedule(dynamic, PREFILL_TILES_PER_TAKE) nowait
-        for (int tile = 0; tile < first[n]; tile++) run(tile, t0, std::min(T, t0 + block));
+    // The list of panels, matrix after matrix (panel p of matrix m: p in [pfirst[m], pfirst[m+1])).
+    int pfirst[MAX_MATMUL_OUTS + 1] = {0}, ptiles[MAX_MATMUL_OUTS];
+    for (int m = 0; m < n; m++) {
+        ptiles[m] = panel_tiles(*outs[m].W, k, xb != nullptr);
+        pfirst[m + 1] = pfirst[m] + (first[m + 1] - first[m] + ptiles[m] - 1) / ptiles[m];
+    }
+    int block = std::max(1, PANEL_TOKENS / group) * group, n_blocks = (T + block - 1) / block;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int item = 0; item < n_blocks * pfirst[n]; item++) {  // token block after token block
+        int b = item / pfirst[n], p = item % pfirst[n], m = 0;
+        while (p >= pfirst[m + 1]) m++;
+        int tile0 = (p - pfirst[m]) * ptiles[m], tile1 = std::min(first[m + 1] - first[m], tile0 + ptiles[m]);
+        run_panel(outs[m], tile0, tile1, x, xq, xb, b * block, std::min(T, (b + 1) * block), k);
     }
 }

@@ -265,23 +265,27 @@ TEST_CASE("bf16dot: vdpbf16ps tiles bitwise equal to their scalar twin, and plai
 #endif
 }
 
-// Prefill takes the tokens in blocks whose activations fit in L2
-// (kernels_fast.cpp: PREFILL_BLOCK_BYTES): at 4864 columns a block is a
-// dozen tokens or fewer, so 29 and 40 tokens make several blocks and a last
-// one that is not a whole number of tiles; 4867 columns end in a partial
-// step. Every set must still give the scalar twin's bits, each token those
-// it gets alone, at 1 to 3 threads; bf16dot its own twin's.
+// A prefill (more than kernels.h:STREAM_TOKENS tokens) goes in panels of
+// tiles and blocks of tokens (kernels_fast.cpp:run_panel): 70 and 131
+// tokens make one and two blocks of 128 and groups that are not whole tiles;
+// 77 rows make several panels at 4864 columns and a last tile of one row;
+// rows of 4864 and 4867 columns go in chunks where the set has tile_chunk,
+// and 4867 ends in a partial step inside the last chunk. Every set must
+// still give the scalar twin's bits, each token those it gets alone, at 1
+// to 3 threads; bf16dot its own twin's.
 TEST_CASE("matmul over several token blocks (prefill's cache blocking): every SIMD set bitwise equal to the scalar twin") {
     std::mt19937 rng(31);
     struct Case { DType dt; int cols; };
     for (Case cs : {Case{DType::BF16, 4864}, Case{DType::BF16, 4867}, Case{DType::F32, 4867}, Case{DType::Q8_0, 4864}})
-        for (int T : {29, 40}) {
+        for (int T : {29, 70, 131}) {
             std::string type = dtype_name(cs.dt);
             CAPTURE(type);
             CAPTURE(cs.cols);
             CAPTURE(T);
-            TestMat W = random_mat(cs.dt, 13, cs.cols, rng);
-            std::vector<float> x = random_vec((size_t)T * cs.cols, rng), bias = random_vec(13, rng);
+            int rows = T == 29 ? 13 : 77;
+            CAPTURE(rows);
+            TestMat W = random_mat(cs.dt, rows, cs.cols, rng);
+            std::vector<float> x = random_vec((size_t)T * cs.cols, rng), bias = random_vec(rows, rng);
             std::vector<float> want = run_matmul(KernelSet::Scalar, 1, x, W.m, bias.data(), T);
             check_sets_equal(x, W.m, bias.data(), T, want);
             for (KernelSet set : simd_sets()) {

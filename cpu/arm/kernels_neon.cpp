@@ -260,5 +260,5 @@ const SimdKernels NEON_KERNELS = {
     ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
     nullptr, nullptr,
     nullptr, 0, 0, 0, false,  // the block formats: the reference (quants.cpp:dot_quant_q8); no NEON tiles yet
-    nullptr, false};
+    nullptr, false, nullptr};
 #endif  // __aarch64__ && __ARM_NEON

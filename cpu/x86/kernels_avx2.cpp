@@ -137,21 +137,27 @@ INLINE void pass_n(DType dt, const uint8_t* const* w, const float* const* x, int
         for (int t = 0; t < NT; t++) acc[r][t] = a[r][t];
 }
 
-INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
-                       float out[MAX_TILE][MAX_TILE]) {
+// Over the columns c0 .. c1-1 only, as kernels_avx512.cpp:tile_n: the whole
+// row (c0 = 0, c1 = cols), or one chunk of it (tile_chunk_avx2), the lanes
+// of each dot product carried in `lanes` (0-7 then 8-15) between chunks.
+INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols, int c0, int c1,
+                       float* lanes, float out[MAX_TILE][MAX_TILE]) {
     __m256 acc[2][ROWS][TOKENS];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < NT; t++) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();
-    int full = cols / 16 * 16;
+        for (int t = 0; t < NT; t++)
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+                acc[h][r][t] = c0 > 0 ? _mm256_loadu_ps(lanes + (r * TOKENS + t) * 16 + 8 * h) : _mm256_setzero_ps();
+    int full = c1 < cols ? c1 : cols / 16 * 16;  // a chunk that is not the last ends on a step of 16
     const size_t elt = dt == DType::F32 ? 4 : 2;
-    for (int c0 = 0; c0 < full; c0 += PASS_COLS) {
-        int c1 = std::min(full, c0 + PASS_COLS);
-        pass_n(dt, w, x, NT, c0, c1, 0, acc[0], ROWS * elt * cols);  // as tile_one
-        pass_n(dt, w, x, NT, c0, c1, 1, acc[1]);
+    for (int p0 = c0; p0 < full; p0 += PASS_COLS) {
+        int p1 = std::min(full, p0 + PASS_COLS);
+        pass_n(dt, w, x, NT, p0, p1, 0, acc[0], ROWS * elt * cols);  // as tile_one
+        pass_n(dt, w, x, NT, p0, p1, 1, acc[1]);
     }
-    if (full < cols) {  // the last columns, zero-padded to one step of 16
+    if (full < c1) {  // the row's last columns, zero-padded to one step of 16
         alignas(32) uint8_t wbuf[ROWS][16 * 4] = {}, xbuf[TOKENS][16 * 4] = {};
         const uint8_t* wp[ROWS];
         const float* xp[TOKENS];
@@ -166,6 +172,15 @@ INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x,
         pass_n(dt, wp, xp, NT, 0, 16, 0, acc[0]);
         pass_n(dt, wp, xp, NT, 0, 16, 1, acc[1]);
     }
+    if (c1 < cols) {  // not the last chunk: the lanes wait for the next one
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++)
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) _mm256_storeu_ps(lanes + (r * TOKENS + t) * 16 + 8 * h, acc[h][r][t]);
+        return;
+    }
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 4
@@ -176,8 +191,8 @@ INLINE void tile_batch(DType dt, const uint8_t* const* w, const float* const* x,
 // type and count, loops unrolled, accumulators in registers.
 INLINE void tile_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
                     float out[MAX_TILE][MAX_TILE]) {
-    if (n_tokens == 3) tile_batch(dt, w, x, 3, cols, out);
-    else if (n_tokens == 2) tile_batch(dt, w, x, 2, cols, out);
+    if (n_tokens == 3) tile_batch(dt, w, x, 3, cols, 0, cols, nullptr, out);
+    else if (n_tokens == 2) tile_batch(dt, w, x, 2, cols, 0, cols, nullptr, out);
     else tile_one(dt, w, x[0], cols, out);
 }
 static void tile_avx2(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
@@ -185,6 +200,18 @@ static void tile_avx2(DType dt, const uint8_t* const* w, const float* const* x, 
     if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, out);
     else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, out);
     else tile_dt(DType::F32, w, x, n_tokens, cols, out);
+}
+INLINE void tile_chunk_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols, int c0,
+                          int c1, float* lanes, float out[MAX_TILE][MAX_TILE]) {
+    if (n_tokens == 3) tile_batch(dt, w, x, 3, cols, c0, c1, lanes, out);
+    else if (n_tokens == 2) tile_batch(dt, w, x, 2, cols, c0, c1, lanes, out);
+    else tile_batch(dt, w, x, 1, cols, c0, c1, lanes, out);
+}
+static void tile_chunk_avx2(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols, int c0,
+                            int c1, float* lanes, float out[MAX_TILE][MAX_TILE]) {
+    if (dt == DType::BF16) tile_chunk_dt(DType::BF16, w, x, n_tokens, cols, c0, c1, lanes, out);
+    else if (dt == DType::F16) tile_chunk_dt(DType::F16, w, x, n_tokens, cols, c0, c1, lanes, out);
+    else tile_chunk_dt(DType::F32, w, x, n_tokens, cols, c0, c1, lanes, out);
 }
 
 // Q8_0. Per block of 32 and (row, token) pair, the integer dot product of
@@ -452,5 +479,5 @@ const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
                                   tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr,
                                   att_scores_avx2, nullptr,
                                   quant_tile_avx2, A2_ROWS, A2_DECODE_ROWS, A2_TOKENS, false,
-                                  packed_group_avx2, false};
+                                  packed_group_avx2, false, tile_chunk_avx2};
 #endif  // __x86_64__

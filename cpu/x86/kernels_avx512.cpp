@@ -89,18 +89,24 @@ INLINE __m512 load16(DType dt, const void* row, int c, __mmask16 m = 0xFFFF) {
 // accumulators + 6 activations + 1 weight = 31 of the 32 registers. The
 // empty asm statements emit no instruction; they say "this value is in a
 // register here", so GCC does not fold a load of x into every FMA.
+// It goes over the columns c0 .. c1-1: the whole row (c0 = 0, c1 = cols,
+// lanes unused), or one chunk of it (tile_chunk_avx512), the 16 lanes of
+// each dot product starting from `lanes` where c0 > 0 and left there where
+// c1 < cols: a float stored and loaded back is the same float, so a row in
+// chunks is the same chain of FMAs as a row at once.
 const int ROWS = 4, TOKENS = 6;
-INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols,
-                   float out[MAX_TILE][MAX_TILE]) {
+INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int NT, int cols, int c0, int c1,
+                   float* lanes, float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[ROWS][TOKENS];
 #pragma GCC unroll 8
     for (int r = 0; r < ROWS; r++)
 #pragma GCC unroll 8
-        for (int t = 0; t < NT; t++) acc[r][t] = _mm512_setzero_ps();
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = c0 > 0 ? _mm512_loadu_ps(lanes + (r * TOKENS + t) * 16) : _mm512_setzero_ps();
     // Each row's next line, ROWS rows further down, asked for once per 64 bytes (kernels.h:prefetch_ahead).
     const size_t elt = dt == DType::F32 ? 4 : 2, ahead = ROWS * elt * cols;
-    int c = 0;
-    for (; c + 16 <= cols; c += 16) {
+    int c = c0;
+    for (; c + 16 <= c1; c += 16) {
         __m512 xv[TOKENS];
 #pragma GCC unroll 8
         for (int t = 0; t < NT; t++) {
@@ -116,14 +122,21 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
             for (int t = 0; t < NT; t++) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
-    if (c < cols) {  // the same step once more, zero-padded by the mask
-        __mmask16 m = (__mmask16)((1u << (cols - c)) - 1);
+    if (c < c1) {  // the row's last step (c1 = cols), zero-padded by the mask
+        __mmask16 m = (__mmask16)((1u << (c1 - c)) - 1);
 #pragma GCC unroll 8
         for (int r = 0; r < ROWS; r++) {
             __m512 wv = load16(dt, w[r], c, m);
 #pragma GCC unroll 8
             for (int t = 0; t < NT; t++) acc[r][t] = _mm512_fmadd_ps(wv, load16(DType::F32, x[t], c, m), acc[r][t]);
         }
+    }
+    if (c1 < cols) {  // not the last chunk: the lanes wait for the next one
+#pragma GCC unroll 8
+        for (int r = 0; r < ROWS; r++)
+#pragma GCC unroll 8
+            for (int t = 0; t < NT; t++) _mm512_storeu_ps(lanes + (r * TOKENS + t) * 16, acc[r][t]);
+        return;
     }
     static_assert(ROWS == 4, "the tile ends in one hsum4 per token");
 #pragma GCC unroll 8
@@ -132,22 +145,28 @@ INLINE void tile_n(DType dt, const uint8_t* const* w, const float* const* x, int
 
 // tile_n force-inlined with dt and the token count constants: one copy per
 // weight type and count, loops unrolled, accumulators in registers.
-INLINE void tile_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
-                    float out[MAX_TILE][MAX_TILE]) {
+INLINE void tile_dt(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols, int c0, int c1,
+                    float* lanes, float out[MAX_TILE][MAX_TILE]) {
     switch (n_tokens) {
-        case 6: tile_n(dt, w, x, 6, cols, out); break;
-        case 5: tile_n(dt, w, x, 5, cols, out); break;
-        case 4: tile_n(dt, w, x, 4, cols, out); break;
-        case 3: tile_n(dt, w, x, 3, cols, out); break;
-        case 2: tile_n(dt, w, x, 2, cols, out); break;
-        default: tile_n(dt, w, x, 1, cols, out); break;
+        case 6: tile_n(dt, w, x, 6, cols, c0, c1, lanes, out); break;
+        case 5: tile_n(dt, w, x, 5, cols, c0, c1, lanes, out); break;
+        case 4: tile_n(dt, w, x, 4, cols, c0, c1, lanes, out); break;
+        case 3: tile_n(dt, w, x, 3, cols, c0, c1, lanes, out); break;
+        case 2: tile_n(dt, w, x, 2, cols, c0, c1, lanes, out); break;
+        default: tile_n(dt, w, x, 1, cols, c0, c1, lanes, out); break;
     }
 }
 static void tile_avx512(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
                         float out[MAX_TILE][MAX_TILE]) {
-    if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, out);
-    else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, out);
-    else tile_dt(DType::F32, w, x, n_tokens, cols, out);
+    if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, 0, cols, nullptr, out);
+    else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, 0, cols, nullptr, out);
+    else tile_dt(DType::F32, w, x, n_tokens, cols, 0, cols, nullptr, out);
+}
+static void tile_chunk_avx512(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
+                              int c0, int c1, float* lanes, float out[MAX_TILE][MAX_TILE]) {
+    if (dt == DType::BF16) tile_dt(DType::BF16, w, x, n_tokens, cols, c0, c1, lanes, out);
+    else if (dt == DType::F16) tile_dt(DType::F16, w, x, n_tokens, cols, c0, c1, lanes, out);
+    else tile_dt(DType::F32, w, x, n_tokens, cols, c0, c1, lanes, out);
 }
 
 // Q8_0: no tile here. Its VNNI tiles are quants_fast.cpp's, which take
@@ -433,11 +452,11 @@ const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
                                     tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512,
                                     nullptr, nullptr, att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
-                                    packed_group_avx512, true};
+                                    packed_group_avx512, true, tile_chunk_avx512};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
                                             tile_bf16dot_other, nullptr, dot_avx512, axpy_avx512,
                                             exp_shift_avx512, round_bf16_avx512, tile_bf16dot,
                                             att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
-                                    packed_group_avx512, true};
+                                    packed_group_avx512, true, nullptr};
 #endif  // __x86_64__
