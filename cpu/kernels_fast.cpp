@@ -343,7 +343,7 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
 // when a group's whole activations would not fit X_CHUNK_BYTES, L1's share
 // for them, and the set has a tile that goes by chunks (tile_chunk); the
 // chunks are equal, in whole steps of 16.
-const size_t PANEL_BYTES = 128 * 1024, X_CHUNK_BYTES = 24 * 1024;
+const size_t PANEL_BYTES = 128 * 1024, X_CHUNK_BYTES = 24 * 1024, PREFILL_BLOCK_BYTES = 256 * 1024;
 const int PANEL_TOKENS = 128, MAX_PANEL_TILES = 64;
 
 static int chunk_cols(const Mat& W, const SimdKernels& k, bool bf16_x) {
@@ -352,6 +352,17 @@ static int chunk_cols(const Mat& W, const SimdKernels& k, bool bf16_x) {
     int n_chunks = (int)((x_group + X_CHUNK_BYTES - 1) / X_CHUNK_BYTES);
     if (n_chunks <= 1) return W.cols;
     return ((W.cols + n_chunks - 1) / n_chunks + LANES - 1) / LANES * LANES;
+}
+
+// Which operand of a prefill tile comes from L2: the one a step reads fewer
+// bytes of (matmul_fast says why). True: the weights (a group of tokens
+// stays in L1 while the panel's tiles go by); false: the activations (a
+// tile's rows stay in L1 while the block's groups go by).
+static bool weights_from_l2(const Mat& W, const SimdKernels& k, bool bf16_x) {
+    if (W.dtype == DType::Q8_0) return k.q8_tile_rows < k.q8_tile_tokens;  // 34 bytes per 32 columns, both
+    bool bf16dot = bf16_x && W.dtype == DType::BF16;
+    size_t w_elt = W.dtype == DType::F32 ? 4 : 2, x_elt = bf16dot ? 2 : 4;
+    return k.tile_rows * w_elt < k.tile_tokens * x_elt;
 }
 
 // How many tiles a panel of W holds.
@@ -364,10 +375,15 @@ static int panel_tiles(const Mat& W, const SimdKernels& k, bool bf16_x) {
 
 // Tiles tile0 .. tile1-1 of one matrix (rows side by side) against the
 // tokens t_begin .. t_end-1: for each group of tokens, for each chunk of
-// columns, every tile of the panel.
+// columns, every tile of the panel; or, where the activations come from
+// L2, each tile against every group (run_tile).
 static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, const uint8_t* xq, const uint16_t* xb,
                       int t_begin, int t_end, const SimdKernels& k) {
     const Mat& W = *o.W;
+    if (!weights_from_l2(W, k, xb != nullptr)) {
+        for (int tile = tile0; tile < tile1; tile++) run_tile(o, tile, x, xq, xb, t_begin, t_end, k, false);
+        return;
+    }
     bool q8 = W.dtype == DType::Q8_0;
     size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
     int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
@@ -493,7 +509,15 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
         ptiles[m] = panel_tiles(*outs[m].W, k, xb != nullptr);
         pfirst[m + 1] = pfirst[m] + (first[m + 1] - first[m] + ptiles[m] - 1) / ptiles[m];
     }
-    int block = std::max(1, PANEL_TOKENS / group) * group, n_blocks = (T + block - 1) / block;
+    // A block of PANEL_TOKENS tokens; where the activations come from L2,
+    // as many as fit PREFILL_BLOCK_BYTES there.
+    int block_tokens = PANEL_TOKENS;
+    for (int m = 0; m < n; m++) {
+        const Mat& W = *outs[m].W;
+        size_t x_row = (size_t)W.cols * (xb && W.dtype == DType::BF16 ? 2 : W.dtype == DType::Q8_0 ? 1 : 4);
+        if (!weights_from_l2(W, k, xb != nullptr)) block_tokens = std::min(block_tokens, (int)(PREFILL_BLOCK_BYTES / x_row));
+    }
+    int block = std::max(1, block_tokens / group) * group, n_blocks = (T + block - 1) / block;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int item = 0; item < n_blocks * pfirst[n]; item++) {  // token block after token block
         int b = item / pfirst[n], p = item % pfirst[n], m = 0;
