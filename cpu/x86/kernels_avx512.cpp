@@ -243,10 +243,12 @@ static void axpy_avx512(float* y, const float* alpha, const uint8_t* x, size_t s
 // at a time; kernels_fast.cpp:matmul_fast), so a tile loads 64 bytes per
 // token and step and converts nothing; rounded inside the tile instead,
 // each token's values were converted again for every tile of rows, 3
-// conversions per 24 dot steps. The tile is 8 rows x 3 tokens (24
-// accumulators, 3 activations, 1 weight). Other weight types take the
-// avx512 tiles above, ROWS rows at a time. kernels_fast.cpp:dot_bf16dot_scalar
-// is the scalar twin.
+// conversions per 24 dot steps. The tile has tile_n's shape, 4 rows x 6
+// tokens (24 accumulators, 6 activations, 1 weight): in decode it reads 4
+// streams of a stripe each, as the exact set does, where a tile of 8 rows
+// read 8 and decoded slower (book/A-measurements.md, "The Zen 5 machine,
+// again"). Other weight types take the avx512 tiles above.
+// kernels_fast.cpp:dot_bf16dot_scalar is the scalar twin.
 static void round_bf16_avx512(const float* x, uint16_t* out, int n) {
     int i = 0;
     for (; i + 32 <= n; i += 32)
@@ -257,7 +259,7 @@ static void round_bf16_avx512(const float* x, uint16_t* out, int n) {
     }
 }
 
-const int BF_ROWS = 8, BF_TOKENS = 3;
+const int BF_ROWS = 4, BF_TOKENS = 6;
 INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int NT, int cols,
                         float out[MAX_TILE][MAX_TILE]) {
     __m512 acc[BF_ROWS][BF_TOKENS];
@@ -295,23 +297,22 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int N
             for (int t = 0; t < NT; t++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, xv[t]);
         }
     }
-    static_assert(BF_ROWS == 8, "the tile ends in two hsum4 per token");
+    static_assert(BF_ROWS % 4 == 0, "the tile ends in one hsum4 per 4 rows and token");
 #pragma GCC unroll 8
-    for (int t = 0; t < NT; t++) {
-        hsum_rows4(acc[0][t], acc[1][t], acc[2][t], acc[3][t], out, 0, t);
-        hsum_rows4(acc[4][t], acc[5][t], acc[6][t], acc[7][t], out, 4, t);
-    }
+    for (int t = 0; t < NT; t++)
+#pragma GCC unroll 2
+        for (int r = 0; r < BF_ROWS; r += 4) hsum_rows4(acc[r][t], acc[r + 1][t], acc[r + 2][t], acc[r + 3][t], out, r, t);
 }
 
-// f32 and f16 weights in the bf16dot set: the avx512 tiles, ROWS rows at a time.
-static void tile_bf16dot_other(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols,
-                               float out[MAX_TILE][MAX_TILE]) {
-    for (int r = 0; r < BF_ROWS; r += ROWS) tile_avx512(dt, w + r, x, n_tokens, cols, out + r);
-}
+// f32 and f16 weights in the bf16dot set: the avx512 tiles, of the same shape.
+static_assert(BF_ROWS == ROWS && BF_TOKENS == TOKENS, "bf16dot's other weight types take tile_avx512 as it is");
 
 static void tile_bf16dot(const uint8_t* const* w, const uint16_t* const* x, int n_tokens, int cols,
                          float out[MAX_TILE][MAX_TILE]) {
     switch (n_tokens) {  // at most BF_TOKENS
+        case 6: tile_bf16_n(w, x, 6, cols, out); break;
+        case 5: tile_bf16_n(w, x, 5, cols, out); break;
+        case 4: tile_bf16_n(w, x, 4, cols, out); break;
         case 3: tile_bf16_n(w, x, 3, cols, out); break;
         case 2: tile_bf16_n(w, x, 2, cols, out); break;
         default: tile_bf16_n(w, x, 1, cols, out); break;
@@ -454,9 +455,9 @@ const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
                                     packed_group_avx512, true, tile_chunk_avx512};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
-                                            tile_bf16dot_other, nullptr, dot_avx512, axpy_avx512,
+                                            tile_avx512, nullptr, dot_avx512, axpy_avx512,
                                             exp_shift_avx512, round_bf16_avx512, tile_bf16dot,
                                             att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
-                                    packed_group_avx512, true, nullptr};
+                                    packed_group_avx512, true, tile_chunk_avx512};
 #endif  // __x86_64__
