@@ -296,9 +296,10 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MA
     return n;
 }
 
-// One tile of rows against the tokens t_begin .. t_end-1 (a serving step's
-// few, or one): decode's stripes, each tile taking every token, in groups.
-// The tile's rows stay in the L1 cache while the groups go by.
+// One tile of rows against the tokens t_begin .. t_end-1, in groups, its
+// rows held in the L1 cache while the groups go by: decode and a serving
+// step (in stripes), and a prefill whose activations come from L2
+// (run_panel).
 static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t* xq, const uint16_t* xb, int t_begin,
                      int t_end, const SimdKernels& k, bool stripes) {
     const Mat& W = *o.W;
