@@ -475,10 +475,12 @@ static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, 
 // in L1, and each panel comes from memory once per block. A row of 4864
 // columns (the down projection) would make a group 114 KB, more than L1:
 // there the tile goes over the columns in 5 chunks of 976, each chunk of
-// the group 23 KB, the tile's lanes carried from chunk to chunk. Measured
-// on a Zen 5 (book/A-measurements.md, "The Zen 5 machine, again"): the
-// products of a 256-token prefill from 260 to 340 GFLOP/s. The order of
-// each dot product does not change, only when it is computed.
+// the group 23 KB, the tile's lanes carried from chunk to chunk
+// (book/11-performance.md, Step 5, measures it). Which operand comes from
+// L2 follows the tile's shape (weights_from_l2): a tile that reads more
+// bytes of weights than of activations per step keeps its rows in L1
+// (run_tile) and takes the tokens in blocks of PREFILL_BLOCK_BYTES. The
+// order of each dot product does not change, only when it is computed.
 void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const SimdKernels& k, KernelScratch& s) {
     if (n > MAX_MATMUL_OUTS) fail("matmul_many: %d matrices, at most %d", n, MAX_MATMUL_OUTS);
     int first[MAX_MATMUL_OUTS + 1] = {0};
