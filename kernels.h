@@ -69,6 +69,7 @@ bool kernel_set_runs_here(const KernelSetInfo& s);
 //     scalar twin's then run); quant_tile and its shapes, or nullptr (the
 //     reference quants.cpp:dot_quant_q8 then runs); packed_group and
 //     packed_q8, or nullptr (then no matrix is packed for this set);
+//     tile_chunk, or nullptr (then a prefill tile takes whole rows);
 //   - its extern declaration below, a KernelSet value, a row in KERNEL_SETS
 //     (kernels.cpp) with its cpu_has_*() test (kernels_fast.cpp: cpuid or
 //     the build target), and its place in kernels_init's choice for "fast";
@@ -136,7 +137,7 @@ struct SimdKernels {
     bool packed_q8;
     // A float tile over the columns c0 .. c1-1 of its rows only, for a
     // prefill whose rows are too long for a token group's activations to
-    // stay in the L1 cache (kernels_fast.cpp:run_tiles cuts them in
+    // stay in the L1 cache (kernels_fast.cpp:run_panel cuts them in
     // chunks). `lanes` holds the 16 lanes of each dot product between
     // chunks (tile_rows x tile_tokens x LANES floats): they start from it
     // where c0 > 0 and stay in it where c1 < cols; the last chunk writes
