@@ -5,7 +5,7 @@
 #                 the engine (minutes); last line "N passed, N failed, N skipped"
 #   make test-all the same plus the long checks: fuzzing, sanitizers, ARM under qemu, the clang
 #                 build, the whole book run and in Chromium, llama.cpp parity (CI runs this)
-#   make unit     the doctest cases alone
+#   make unit     the doctest cases alone (making the test models first if they are missing)
 #   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 
@@ -184,6 +184,7 @@ test-all: deps
 	@bash tests/run_all.sh all
 
 unit: all $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh unit
 
 # 64-bit ARM on this machine (tests/check_arm64.sh, also part of `make test-all`):
