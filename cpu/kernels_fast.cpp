@@ -296,6 +296,62 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MA
     return n;
 }
 
+// The bytes of one token's activations a tile of W reads: Q8_0 blocks, bf16
+// (bf16dot's tiles on bf16 weights) or f32.
+static size_t x_row_bytes(const Mat& W, bool bf16_x) {
+    if (W.dtype == DType::Q8_0) return (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;
+    return (size_t)W.cols * (bf16_x && W.dtype == DType::BF16 ? 2 : 4);
+}
+
+// Groups of equal size, at most `group` tokens each, for n tokens: 8 tokens
+// as 4 + 4, not 6 + 2, since a group of 2 does 2 FMAs per weight loaded
+// where one of 4 does 4 (a serving step of 8 sequences: book/11-performance.md, Step 5).
+static int equal_group(int n, int group) {
+    int groups = (n + group - 1) / group;
+    return (n + groups - 1) / groups;
+}
+
+// One tile (its rows at w, which are rows[0..n_rows-1] of W) against the
+// n_tok tokens from t0, over the columns c0 .. c1-1 (all of them, unless
+// the set's tile_chunk goes by chunks: kernels.h). The results go to o.out
+// once the last column is done. Force-inlined: a decode tile is a few
+// hundred nanoseconds of work, and as a call this made one token's products
+// a sixth slower.
+static inline __attribute__((always_inline)) void run_group(const MatmulOut& o, const uint8_t* const* w, const int* rows, int n_rows, const float* x,
+                      const uint8_t* xq, const uint16_t* xb, int t0, int n_tok, int c0, int c1, float* lanes,
+                      const SimdKernels& k) {
+    const Mat& W = *o.W;
+    size_t x_bytes = x_row_bytes(W, xb != nullptr);
+    float res[MAX_TILE][MAX_TILE];
+    if (W.dtype == DType::Q8_0) {
+        const uint8_t* xs[MAX_TILE];
+        for (int t = 0; t < n_tok; t++) xs[t] = xq + (t0 + t) * x_bytes;
+        k.tile_q8(w, xs, n_tok, W.cols / Q8_BLOCK, res);
+    } else if (xb && W.dtype == DType::BF16) {
+        const uint16_t* xs[MAX_TILE];
+        for (int t = 0; t < n_tok; t++) xs[t] = xb + (size_t)(t0 + t) * W.cols;
+        k.tile_bf16(w, xs, n_tok, W.cols, res);
+    } else {
+        const float* xs[MAX_TILE];
+        for (int t = 0; t < n_tok; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
+        if (c0 > 0 || c1 < W.cols) k.tile_chunk(W.dtype, w, xs, n_tok, W.cols, c0, c1, lanes, res);
+        else k.tile(W.dtype, w, xs, n_tok, W.cols, res);
+    }
+    if (c1 < W.cols) return;  // the lanes wait in `lanes` for the next chunk
+    for (int i = 0; i < n_rows; i++)
+        for (int t = 0; t < n_tok; t++)
+            o.out[(size_t)(t0 + t) * W.rows + rows[i]] = res[i][t] + (o.bias ? o.bias[rows[i]] : 0.0f);
+}
+
+// The rows of tile `tile` and their addresses (a tile with fewer rows
+// repeats its last; the extra results are not stored).
+static inline __attribute__((always_inline)) int tile_rows_at(const Mat& W, int tile, int tile_rows, bool stripes, int rows[MAX_TILE],
+                        const uint8_t* w[MAX_TILE]) {
+    int n_rows = tile_row_list(tile, tile_rows, W.rows, stripes, rows);
+    for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + rows[std::min(i, n_rows - 1)] * row_bytes(W);
+    return n_rows;
+}
+
 // One tile of rows against the tokens t_begin .. t_end-1, in groups, its
 // rows held in the L1 cache while the groups go by: decode and a serving
 // step (in stripes), and a prefill whose activations come from L2
@@ -304,36 +360,12 @@ static void run_tile(const MatmulOut& o, int tile, const float* x, const uint8_t
                      int t_end, const SimdKernels& k, bool stripes) {
     const Mat& W = *o.W;
     bool q8 = W.dtype == DType::Q8_0;
-    size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
-    int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
-    int rows[MAX_TILE], n_rows = tile_row_list(tile, tile_rows, W.rows, stripes, rows);
+    int rows[MAX_TILE];
     const uint8_t* w[MAX_TILE];
-    for (int i = 0; i < tile_rows; i++) w[i] = (const uint8_t*)W.data + rows[std::min(i, n_rows - 1)] * w_bytes;
-    float res[MAX_TILE][MAX_TILE];
-    // The tokens in groups of equal size, at most the tile's width: 8 tokens
-    // as 4 + 4, not 6 + 2, since a group of 2 does 2 FMAs per weight loaded
-    // where one of 4 does 4 (a serving step of 8 sequences: book/11-performance.md, Step 5).
-    int n = t_end - t_begin, groups = (n + group - 1) / group;
-    group = (n + groups - 1) / groups;
-    for (int t0 = t_begin; t0 < t_end; t0 += group) {
-        int n_tok = std::min(group, t_end - t0);
-        if (q8) {
-            const uint8_t* xs[MAX_TILE];
-            for (int t = 0; t < n_tok; t++) xs[t] = xq + (t0 + t) * xq_bytes;
-            k.tile_q8(w, xs, n_tok, W.cols / Q8_BLOCK, res);
-        } else if (xb && W.dtype == DType::BF16) {
-            const uint16_t* xs[MAX_TILE];
-            for (int t = 0; t < n_tok; t++) xs[t] = xb + (size_t)(t0 + t) * W.cols;
-            k.tile_bf16(w, xs, n_tok, W.cols, res);
-        } else {
-            const float* xs[MAX_TILE];
-            for (int t = 0; t < n_tok; t++) xs[t] = x + (size_t)(t0 + t) * W.cols;
-            k.tile(W.dtype, w, xs, n_tok, W.cols, res);
-        }
-        for (int i = 0; i < n_rows; i++)
-            for (int t = 0; t < n_tok; t++)
-                o.out[(size_t)(t0 + t) * W.rows + rows[i]] = res[i][t] + (o.bias ? o.bias[rows[i]] : 0.0f);
-    }
+    int n_rows = tile_rows_at(W, tile, q8 ? k.q8_tile_rows : k.tile_rows, stripes, rows, w);
+    int group = equal_group(t_end - t_begin, q8 ? k.q8_tile_tokens : k.tile_tokens);
+    for (int t0 = t_begin; t0 < t_end; t0 += group)
+        run_group(o, w, rows, n_rows, x, xq, xb, t0, std::min(group, t_end - t0), 0, W.cols, nullptr, k);
 }
 
 // A prefill's product in panels (matmul_fast says why). A panel is a run of
@@ -360,10 +392,8 @@ static int chunk_cols(const Mat& W, const SimdKernels& k, bool bf16_x) {
 // stays in L1 while the panel's tiles go by); false: the activations (a
 // tile's rows stay in L1 while the block's groups go by).
 static bool weights_from_l2(const Mat& W, const SimdKernels& k, bool bf16_x) {
-    if (W.dtype == DType::Q8_0) return k.q8_tile_rows < k.q8_tile_tokens;  // 34 bytes per 32 columns, both
-    bool bf16dot = bf16_x && W.dtype == DType::BF16;
-    size_t w_elt = W.dtype == DType::F32 ? 4 : 2, x_elt = bf16dot ? 2 : 4;
-    return k.tile_rows * w_elt < k.tile_tokens * x_elt;
+    bool q8 = W.dtype == DType::Q8_0;
+    return (q8 ? k.q8_tile_rows : k.tile_rows) * row_bytes(W) < (q8 ? k.q8_tile_tokens : k.tile_tokens) * x_row_bytes(W, bf16_x);
 }
 
 // How many tiles a panel of W holds.
@@ -386,48 +416,20 @@ static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, 
         return;
     }
     bool q8 = W.dtype == DType::Q8_0;
-    size_t xq_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES, w_bytes = row_bytes(W);
-    int group = q8 ? k.q8_tile_tokens : k.tile_tokens, tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;
     int kc = chunk_cols(W, k, xb != nullptr), n_tiles = tile1 - tile0;
     // Each tile's rows and their addresses, once for the panel.
     int rows[MAX_PANEL_TILES][MAX_TILE], n_rows[MAX_PANEL_TILES];
     const uint8_t* w[MAX_PANEL_TILES][MAX_TILE];
-    for (int j = 0; j < n_tiles; j++) {
-        n_rows[j] = tile_row_list(tile0 + j, tile_rows, W.rows, false, rows[j]);
-        for (int i = 0; i < tile_rows; i++)
-            w[j][i] = (const uint8_t*)W.data + rows[j][std::min(i, n_rows[j] - 1)] * w_bytes;
-    }
+    for (int j = 0; j < n_tiles; j++) n_rows[j] = tile_rows_at(W, tile0 + j, q8 ? k.q8_tile_rows : k.tile_rows, false, rows[j], w[j]);
     // The lanes each tile carries from one chunk to the next (kernels.h: tile_chunk).
     size_t lane_floats = (size_t)k.tile_rows * k.tile_tokens * LANES;
     LineVector<float> lanes(kc < W.cols ? n_tiles * lane_floats : 0);
-    float res[MAX_TILE][MAX_TILE];
-    int n = t_end - t_begin, groups = (n + group - 1) / group;
-    group = (n + groups - 1) / groups;  // equal groups, as run_tile's
-    for (int t0 = t_begin; t0 < t_end; t0 += group) {
-        int n_tok = std::min(group, t_end - t0);
-        const float* xs[MAX_TILE];
-        const uint8_t* xqs[MAX_TILE];
-        const uint16_t* xbs[MAX_TILE];
-        for (int t = 0; t < n_tok; t++) {
-            xs[t] = x + (size_t)(t0 + t) * W.cols;
-            if (q8) xqs[t] = xq + (t0 + t) * xq_bytes;
-            if (xb) xbs[t] = xb + (size_t)(t0 + t) * W.cols;
-        }
-        for (int c0 = 0; c0 < W.cols; c0 += kc) {
-            int c1 = std::min(W.cols, c0 + kc);
-            for (int j = 0; j < n_tiles; j++) {
-                if (q8) k.tile_q8(w[j], xqs, n_tok, W.cols / Q8_BLOCK, res);
-                else if (xb && W.dtype == DType::BF16) k.tile_bf16(w[j], xbs, n_tok, W.cols, res);
-                else if (kc < W.cols) k.tile_chunk(W.dtype, w[j], xs, n_tok, W.cols, c0, c1, &lanes[j * lane_floats], res);
-                else k.tile(W.dtype, w[j], xs, n_tok, W.cols, res);
-                if (c1 < W.cols) continue;  // the lanes wait in `lanes` for the next chunk
-                for (int i = 0; i < n_rows[j]; i++)
-                    for (int t = 0; t < n_tok; t++)
-                        o.out[(size_t)(t0 + t) * W.rows + rows[j][i]] =
-                            res[i][t] + (o.bias ? o.bias[rows[j][i]] : 0.0f);
-            }
-        }
-    }
+    int group = equal_group(t_end - t_begin, q8 ? k.q8_tile_tokens : k.tile_tokens);
+    for (int t0 = t_begin; t0 < t_end; t0 += group)
+        for (int c0 = 0; c0 < W.cols; c0 += kc)
+            for (int j = 0; j < n_tiles; j++)
+                run_group(o, w[j], rows[j], n_rows[j], x, xq, xb, t0, std::min(group, t_end - t0), c0,
+                          std::min(W.cols, c0 + kc), kc < W.cols ? &lanes[j * lane_floats] : nullptr, k);
 }
 
 // Several matrices that multiply the same x (kernels.h: matmul_many) are one
@@ -517,8 +519,8 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
     int block_tokens = PANEL_TOKENS;
     for (int m = 0; m < n; m++) {
         const Mat& W = *outs[m].W;
-        size_t x_row = (size_t)W.cols * (xb && W.dtype == DType::BF16 ? 2 : W.dtype == DType::Q8_0 ? 1 : 4);
-        if (!weights_from_l2(W, k, xb != nullptr)) block_tokens = std::min(block_tokens, (int)(PREFILL_BLOCK_BYTES / x_row));
+        if (!weights_from_l2(W, k, xb != nullptr))
+            block_tokens = std::min(block_tokens, (int)(PREFILL_BLOCK_BYTES / x_row_bytes(W, xb != nullptr)));
     }
     int block = std::max(1, block_tokens / group) * group, n_blocks = (T + block - 1) / block;
     #pragma omp parallel for schedule(dynamic, 1)
