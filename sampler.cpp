@@ -77,18 +77,33 @@ void apply_penalties(float* logits, int n, const int* window, int n_window,
 }
 
 // Greedy: the index of the largest logit; the lowest index wins a tie.
-// The largest value so far is kept in a variable: compared with
-// logits[best] instead, each step would wait for the load of the element
-// the step before chose, a chain through memory over all 151,936 logits
-// of every sampled token.
+// One walk with a single "largest so far" is a chain: each comparison waits
+// for the one before, about a cycle per logit, 0.1 ms for 151,936 of them,
+// and a serving step samples one row per sequence. So 16 lanes each keep
+// their own largest and where it stood (lane j sees logits j, j+16, ...);
+// the compiler turns the inner loop into vector compares and blends. Each
+// lane keeps the first place its largest value appears, so the lowest of
+// those places among the lanes holding the overall largest is the first
+// place in the whole row. A NaN is never larger, as in the one walk; a
+// NaN first makes every lane NaN, and the answer is 0 as it was.
 int sample_argmax(const float* logits, int n) {
-    int best = 0;
-    float top = logits[0];
-    for (int i = 1; i < n; i++)
-        if (logits[i] > top) {
-            top = logits[i];
-            best = i;
+    const int LANES = 16;
+    float top[LANES];
+    int at[LANES];
+    for (int j = 0; j < LANES; j++) top[j] = logits[0], at[j] = 0;
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            bool larger = logits[i + j] > top[j];
+            top[j] = larger ? logits[i + j] : top[j];
+            at[j] = larger ? i + j : at[j];
         }
+    float value = top[0];
+    int best = at[0];
+    for (int j = 1; j < LANES; j++)
+        if (top[j] > value || (top[j] == value && at[j] < best)) value = top[j], best = at[j];
+    for (; i < n; i++)  // the last n % 16, in order
+        if (logits[i] > value) value = logits[i], best = i;
     return best;
 }
 

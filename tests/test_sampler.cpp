@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "sampler.h"
@@ -143,6 +144,32 @@ TEST_CASE("greedy: argmax, first index wins a tie, penalties still apply") {
     sampler_accept(s, 3);
     float m[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
     CHECK(sample(s, m, 5) == 4);  // 2.0 / 1.1 = 1.82 < 1.9
+}
+
+// The lanes of sample_argmax against the one walk it replaces, on rows of
+// every length around the 16 lanes, with ties, both zeros and NaNs.
+static int argmax_one_walk(const float* l, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[best]) best = i;
+    return best;
+}
+
+TEST_CASE("greedy: the 16-lane argmax picks what one walk picks, ties, zeros and NaNs included") {
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> pick(0, 9);
+    for (int n = 1; n <= 70; n++)
+        for (int k = 0; k < 200; k++) {
+            std::vector<float> l(n);
+            for (float& v : l) {
+                int c = pick(rng);
+                v = c == 0 ? NAN : c == 1 ? 0.0f : c == 2 ? -0.0f : (float)(pick(rng) - 5);
+            }
+            REQUIRE(sample_argmax(l.data(), n) == argmax_one_walk(l.data(), n));
+        }
+    std::vector<float> big(151936, -1.0f);
+    big[151935] = 3.0f, big[100000] = 3.0f;
+    CHECK(sample_argmax(big.data(), (int)big.size()) == 100000);
 }
 
 // ---------------------------------------------------------------------------
