@@ -4,13 +4,9 @@
 //               [--quant bf16,q8_0,q4_0,...,file] [--reps 3] [--prompts 16,128]
 //               [--decode 64] [--prefill batched|stepwise] [--kv-type f32|f16|bf16]
 //
-// First the machine: how many bytes per second can the cores read from
-// memory (a STREAM-like read of a buffer far larger than the caches), and
-// how many fused multiply-adds per second they can do (a loop with enough
-// independent chains to keep every FMA unit busy). Those two numbers are the
-// roofline: decode reads every weight once per token, so bandwidth / bytes
-// per token is its ceiling; prefill reuses each weight for many tokens, so
-// its ceiling is FLOP/s / FLOPs per token.
+// First the machine (cpu/roofline.cpp): how many bytes per second the cores
+// read from memory and how many fused multiply-adds per second they do, the
+// two ceilings of the roofline, and which CPU it is.
 //
 // Then the model, for each weight type and kernel set asked for: prefill
 // tok/s for each prompt length (one forward over the whole prompt), and
@@ -38,6 +34,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 #include <omp.h>
@@ -49,18 +46,13 @@
 #include "gguf/quants.h"
 #include "kernels.h"
 #include "cuda/kernels_cuda.h"
+#include "cpu/roofline.h"
 #include "model.h"
 #include "net.h"
 #include "sampler.h"
 
 static double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Memory, in MB, from a line of /proc/self/status: VmRSS (resident now),
@@ -81,195 +73,6 @@ static double status_mb(const char* key) {
         }
     fclose(f);
     return kb / 1e3;
-}
-
-// ---------------------------------------------------------------------------
-// The machine's two ceilings.
-
-// Other programs running at the same time take cores and memory bandwidth,
-// and threads that wait for each other suffer most: say so up front.
-static void warn_if_busy() {
-    FILE* f = fopen("/proc/loadavg", "r");
-    if (!f) return;
-    double load1 = 0;
-    int running = 0, total = 0;
-    if (fscanf(f, "%lf %*f %*f %d/%d", &load1, &running, &total) == 3 && load1 > 0.5 * omp_get_num_procs())
-        printf("note       load average %.1f on %d cores: other programs are running, expect lower numbers\n",
-               load1, omp_get_num_procs());
-    fclose(f);
-}
-
-// Read bandwidth: the threads add up the 32-bit words of a buffer far
-// larger than the last-level cache, each its own contiguous part (as the
-// matmul threads read their rows), with 4 independent 8-wide integer
-// accumulators so that only memory can be the limit. The buffer is the
-// mmapped model file itself when it is large enough (no extra memory, and
-// the same pages decode streams), else 256 MB allocated for the purpose.
-static double read_bandwidth(const void* data, size_t bytes) {
-    const uint32_t* p = (const uint32_t*)data;
-    size_t n = bytes / 4 / 32 * 32;
-    uint32_t total = 0;
-    double t0 = now_s();
-    #pragma omp parallel reduction(+ : total)
-    {
-#if defined(__AVX2__)
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-        #pragma omp for schedule(static)
-        for (size_t i = 0; i < n; i += 32) {
-            a0 = _mm256_add_epi32(a0, _mm256_loadu_si256((const __m256i*)(p + i)));
-            a1 = _mm256_add_epi32(a1, _mm256_loadu_si256((const __m256i*)(p + i + 8)));
-            a2 = _mm256_add_epi32(a2, _mm256_loadu_si256((const __m256i*)(p + i + 16)));
-            a3 = _mm256_add_epi32(a3, _mm256_loadu_si256((const __m256i*)(p + i + 24)));
-        }
-        uint32_t lanes[8];
-        _mm256_storeu_si256((__m256i*)lanes, _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)));
-        for (uint32_t v : lanes) total += v;
-#else
-        uint32_t acc[32] = {0};  // the compiler vectorizes this form
-        #pragma omp for schedule(static)
-        for (size_t i = 0; i < n; i += 32)
-            for (int j = 0; j < 32; j++) acc[j] += p[i + j];
-        for (uint32_t v : acc) total += v;
-#endif
-    }
-    double dt = now_s() - t0;
-    volatile uint32_t sink = total;
-    (void)sink;
-    return n * 4.0 / dt / 1e9;
-}
-
-struct Bandwidth {
-    const void* data = nullptr;  // the model file, or null: allocate each time
-    size_t bytes = 256u << 20;
-    double measure() const {  // GB/s, the better of two passes (the first may fault pages in)
-        std::vector<uint32_t> own;
-        const void* p = data;
-        if (!p) {
-            own.assign(bytes / 4, 1);
-            p = own.data();
-        }
-        return std::max(read_bandwidth(p, bytes), read_bandwidth(p, bytes));
-    }
-};
-
-// FMA throughput: 12 independent chains of fused multiply-adds per thread,
-// 8 floats wide (AVX2) or 16 (AVX-512). A core with two FMA units of 4
-// cycles' latency keeps both busy with 8 chains in flight; 12 leave margin.
-// Peak = 2 units x 8 floats x 2 FLOPs = 32 FLOP per cycle per core. A CPU
-// whose units are 512 bits wide does twice that with zmm registers, and
-// the avx512 kernels use them: their %FMA is against the 16-wide loop, or
-// it would overstate by 2x. (A core that splits a zmm FMA in two halves
-// measures the same in both loops.)
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) static float fma_chains_16(long iters) {
-    __m512 acc[12];
-    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-    for (int j = 0; j < 12; j++) acc[j] = _mm512_set1_ps(j * 1e-3f);
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ps(acc[j], m, c);
-    }
-    float total = 0, lanes[16];
-    for (int j = 0; j < 12; j++) {
-        _mm512_storeu_ps(lanes, acc[j]);
-        for (float v : lanes) total += v;
-    }
-    return total;
-}
-#endif
-
-static float fma_chains_8(long iters) {
-    float total = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-    __m256 acc[12];
-    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-    for (int j = 0; j < 12; j++) acc[j] = _mm256_set1_ps(j * 1e-3f);
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
-    }
-    float lanes[8];
-    for (int j = 0; j < 12; j++) {
-        _mm256_storeu_ps(lanes, acc[j]);
-        for (float v : lanes) total += v;
-    }
-#else
-    float acc[96];
-    for (int j = 0; j < 96; j++) acc[j] = j * 1e-3f;
-    for (long i = 0; i < iters; i++)
-        for (int j = 0; j < 96; j++) acc[j] = std::fma(acc[j], 0.999999f, 1e-7f);
-    for (float v : acc) total += v;
-#endif
-    return total;
-}
-
-static double measure_fma_gflops(int reps, int width) {
-    const long iters = 20000000 * 8 / width;  // the same FLOPs either way
-    std::vector<double> gf;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        float total = 0;
-        #pragma omp parallel reduction(+ : total)
-        {
-#if defined(__x86_64__)
-            if (width == 16) total += fma_chains_16(iters);
-            else
-#endif
-                total += fma_chains_8(iters);
-        }
-        double dt = now_s() - t0;
-        volatile float sink = total;
-        (void)sink;
-        gf.push_back(2.0 * 12 * width * (double)iters * omp_get_max_threads() / dt / 1e9);
-    }
-    return median(gf);
-}
-
-// Which CPU the numbers came from: its name, family and model as the
-// kernel reports them (/proc/cpuinfo), and its caches (sysfs). Speeds
-// mean little without it: the same cloud VM type can be a different CPU
-// from one day to the next.
-static std::string cpu_description() {
-    auto chomp = [](std::string s) {  // without the line's end and trailing spaces
-        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-        return s;
-    };
-    std::string name, vendor, family, model;
-    if (FILE* f = fopen("/proc/cpuinfo", "r")) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            std::string l = line;
-            size_t colon = l.find(':');
-            if (colon == std::string::npos) {
-                if (!name.empty()) break;  // the first CPU's block is enough
-                continue;
-            }
-            std::string key = l.substr(0, l.find_last_not_of(" \t", colon - 1) + 1);
-            std::string value = chomp(l.substr(std::min(l.size(), colon + 2)));
-            if (key == "model name" && name.empty()) name = value;
-            else if (key == "vendor_id" && vendor.empty()) vendor = value;
-            else if (key == "cpu family" && family.empty()) family = value;
-            else if (key == "model" && model.empty()) model = value;
-        }
-        fclose(f);
-    }
-    auto cache = [&](int index) {
-        std::string size;
-        if (FILE* f = fopen(("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size").c_str(), "r")) {
-            char buf[64] = {0};
-            if (fgets(buf, sizeof buf, f)) size = chomp(buf);
-            fclose(f);
-        }
-        long kb = atol(size.c_str());  // sysfs says e.g. "2048K"
-        if (kb >= 1024 && kb % 1024 == 0 && size.back() == 'K') size = std::to_string(kb / 1024) + " MB";
-        return size;
-    };
-    std::string out = name.empty() ? "unknown CPU" : name;
-    if (!vendor.empty()) out += " (" + vendor + (family.empty() ? "" : ", family " + family + " model " + model) + ")";
-    std::string l2 = cache(2), l3 = cache(3);
-    if (!l2.empty()) out += "; L2 " + l2 + " a core";
-    if (!l3.empty()) out += ", L3 " + l3;
-    return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -536,75 +339,107 @@ int cmd_bench(int argc, char** argv) {
         if (lb.why_not.empty() && keep && is_gguf_path(path)) gguf = path;
         else if (lb.why_not.empty()) gguf = gguf_for(path, keep ? w.original.back().dtype : dt, lb.why_not);
         double bytes = weight_bytes(w);
-        for (KernelSet set : sets) {
-            kernels_init(set, threads);
+        // The kernel sets that read the same layout of the weights (avx512
+        // and bf16dot do) are measured side by side: one round of every set
+        // per rep, the order turned by one each rep, llama.cpp after the
+        // first set's round. A shared machine's memory reads a third slower
+        // in some minutes than in others; measured one after the other, two
+        // sets that decode alike would differ by whichever minute each got.
+        for (size_t s0 = 0; s0 < sets.size();) {
+            kernels_init(sets[s0], threads);
             if (!same_packing(packing_kernels(), packed)) use_weights(m, w, dt, keep, packed = packing_kernels());
-            Net net;
-            net_init(net, m, ctx, kv_type);
+            size_t s1 = s0 + 1;
+            while (s1 < sets.size() && (kernels_init(sets[s1], threads), same_packing(packing_kernels(), packed))) s1++;
+            struct Row {
+                KernelSet set;
+                Net net;
+                std::vector<std::vector<double>> pp_runs, llama_pp;  // per prompt
+                std::vector<double> tg, bw_near, llama_tg;
+            };
+            std::vector<std::unique_ptr<Row>> rows;
+            for (size_t i = s0; i < s1; i++) {
+                rows.push_back(std::make_unique<Row>());
+                Row& row = *rows.back();
+                row.set = sets[i];
+                kernels_init(row.set, threads);
+                net_init(row.net, m, ctx, kv_type);
+                row.pp_runs.resize(prompts.size());
+                row.llama_pp.resize(prompts.size());
+            }
             // Runs tokens[0..n) from position 0, batched or one at a time.
-            auto prefill = [&](int n) {
+            auto prefill = [&](Net& net, int n) {
                 net_reset(net);
                 if (!stepwise) return forward(net, tokens.data(), n, 0, false);
                 const float* l = nullptr;
                 for (int i = 0; i < n; i++) l = forward(net, tokens.data() + i, 1, i, false);
                 return l;
             };
-            prefill(1);  // touches every weight once: page faults are not timed
-            // One round per rep: every prompt, then decode, then llama.cpp
-            // (first kernel set only) — interleaved, so a load that comes
-            // and goes on a shared machine hits both sides alike. Decode
-            // runs right after a bandwidth measurement: the efficiency
-            // compares the medians of measurements taken side by side.
-            bool with_llama = set == sets[0] && !gguf.empty();
-            std::vector<std::vector<double>> pp_runs(prompts.size());
-            std::vector<std::vector<double>> llama_pp(prompts.size());
-            std::vector<double> tg, bw_near, llama_tg;
-            for (int r = 0; r < reps; r++) {
-                for (size_t i = 0; i < prompts.size(); i++) {
-                    double t0 = now_s();
-                    const float* l = prefill(prompts[i]);
-                    pp_runs[i].push_back(prompts[i] / (now_s() - t0));
-                    if (r == 0 && i + 1 == prompts.size())  // the longest prompt's logits, for the precision line
-                        seen.push_back({label, kernel_path_name(), kernel_set_info(set).exact, std::vector<float>(l, l + c.vocab)});
-                }
-                if (n_decode > 0) {
-                    int next = sample_argmax(prefill(16), c.vocab);
-                    bw_near.push_back(bandwidth.measure());
-                    // The probe read the file; weights that all live in copies do not need its pages.
-                    if (bandwidth.data && !reads_file(m, w)) release_file_pages(m, m.map, m.file_size);
-                    double t0 = now_s();
-                    for (int i = 0; i < n_decode; i++) next = sample_argmax(forward(net, &next, 1, 16 + i, false), c.vocab);
-                    tg.push_back(n_decode / (now_s() - t0));
-                }
-                if (with_llama) {
-                    std::vector<double> pp;
-                    double tgv;
-                    llama_bench_once(lb, gguf, g_kernels.threads, prompts, std::max(n_decode, 1), pp, tgv);
-                    for (size_t i = 0; i < prompts.size(); i++)
-                        if (pp[i] > 0) llama_pp[i].push_back(pp[i]);
-                    if (tgv > 0) llama_tg.push_back(tgv);
-                }
+            for (auto& row : rows) {
+                kernels_init(row->set, threads);
+                prefill(row->net, 1);  // touches every weight once: page faults are not timed
             }
-            std::vector<double> pp_tps;
-            for (auto& v : pp_runs) pp_tps.push_back(median(v));
-            double decode = tg.empty() ? 0 : median(tg);
-            double effic = tg.empty() ? 0 : bytes * decode / 1e9 / median(bw_near);
-
-            bool wide = peak16 > 0 && strncmp(kernel_path_name(), "avx512", 6) == 0;  // zmm tiles: the 16-wide peak
-            printf("%-5s %-14s %3d", label, kernel_path_name(), g_kernels.threads);
-            for (double v : pp_tps) printf(" %9.1f", v);
-            printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
-                   100 * flops * pp_tps.back() / 1e9 / (wide ? peak16 : peak8));
-            // A column llama.cpp did not report (or that was not run) says "-": not measured.
-            if (!llama_tg.empty() && decode > 0) printf(" %8.1f %6.2fx", median(llama_tg), decode / median(llama_tg));
-            else printf(" %8s %7s", "-", "-");
-            for (size_t i = 0; i < prompts.size(); i++)
-                if (!llama_pp[i].empty()) printf(" %9.1f %6.2fx", median(llama_pp[i]), pp_tps[i] / median(llama_pp[i]));
-                else printf(" %9s %7s", "-", "-");
-            printf(" %9.0f\n", status_mb("VmRSS"));
+            // Per round: every prompt, then decode, then llama.cpp (first
+            // kernel set only), so a load that comes and goes hits both
+            // sides alike. Decode runs right after a bandwidth measurement:
+            // the efficiency compares the medians of measurements taken side
+            // by side.
+            for (int r = 0; r < reps; r++)
+                for (size_t j = 0; j < rows.size(); j++) {
+                    Row& row = *rows[(j + r) % rows.size()];
+                    kernels_init(row.set, threads);
+                    for (size_t i = 0; i < prompts.size(); i++) {
+                        double t0 = now_s();
+                        const float* l = prefill(row.net, prompts[i]);
+                        row.pp_runs[i].push_back(prompts[i] / (now_s() - t0));
+                        if (r == 0 && i + 1 == prompts.size())  // the longest prompt's logits, for the precision line
+                            seen.push_back({label, kernel_path_name(), kernel_set_info(row.set).exact,
+                                            std::vector<float>(l, l + c.vocab)});
+                    }
+                    if (n_decode > 0) {
+                        int next = sample_argmax(prefill(row.net, 16), c.vocab);
+                        row.bw_near.push_back(bandwidth.measure());
+                        // The probe read the file; weights that all live in copies do not need its pages.
+                        if (bandwidth.data && !reads_file(m, w)) release_file_pages(m, m.map, m.file_size);
+                        double t0 = now_s();
+                        for (int i = 0; i < n_decode; i++)
+                            next = sample_argmax(forward(row.net, &next, 1, 16 + i, false), c.vocab);
+                        row.tg.push_back(n_decode / (now_s() - t0));
+                    }
+                    if (row.set == sets[0] && !gguf.empty()) {
+                        std::vector<double> pp;
+                        double tgv;
+                        llama_bench_once(lb, gguf, g_kernels.threads, prompts, std::max(n_decode, 1), pp, tgv);
+                        for (size_t i = 0; i < prompts.size(); i++)
+                            if (pp[i] > 0) row.llama_pp[i].push_back(pp[i]);
+                        if (tgv > 0) row.llama_tg.push_back(tgv);
+                    }
+                }
+            for (auto& row_p : rows) {
+                Row& row = *row_p;
+                kernels_init(row.set, threads);
+                std::vector<double> pp_tps;
+                for (auto& v : row.pp_runs) pp_tps.push_back(median(v));
+                double decode = row.tg.empty() ? 0 : median(row.tg);
+                double effic = row.tg.empty() ? 0 : bytes * decode / 1e9 / median(row.bw_near);
+                bool wide = peak16 > 0 && strncmp(kernel_path_name(), "avx512", 6) == 0;  // zmm tiles: the 16-wide peak
+                printf("%-5s %-14s %3d", label, kernel_path_name(), g_kernels.threads);
+                for (double v : pp_tps) printf(" %9.1f", v);
+                printf(" %8.2f %8.3f %5.0f%% %5.0f%%", decode, bytes / 1e9, 100 * effic,
+                       100 * flops * pp_tps.back() / 1e9 / (wide ? peak16 : peak8));
+                // A column llama.cpp did not report (or that was not run) says "-": not measured.
+                if (!row.llama_tg.empty() && decode > 0)
+                    printf(" %8.1f %6.2fx", median(row.llama_tg), decode / median(row.llama_tg));
+                else printf(" %8s %7s", "-", "-");
+                for (size_t i = 0; i < prompts.size(); i++)
+                    if (!row.llama_pp[i].empty())
+                        printf(" %9.1f %6.2fx", median(row.llama_pp[i]), pp_tps[i] / median(row.llama_pp[i]));
+                    else printf(" %9s %7s", "-", "-");
+                printf(" %9.0f\n", status_mb("VmRSS"));
+            }
             anon_mb = std::max(anon_mb, status_mb("RssAnon"));
             file_mb = std::max(file_mb, status_mb("RssFile"));
             fflush(stdout);
+            s0 = s1;
         }
     }
     printf("\npp<N>: prefill tok/s of an N-token prompt; decode: tok/s; GB/tok: weight bytes read per decoded token;\n"
