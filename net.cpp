@@ -239,6 +239,30 @@ void decoder_layer(Net& net, int l, const Rows& rows) {
     PROBE_LAYER_END(l, x, T, H);
 }
 
+// The Net's scratch activations grown to T rows.
+static void grow_rows(Net& net, size_t T) {
+    const Config& c = net.model->cfg;
+    size_t q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
+    grow(net.x, T * c.hidden);
+    grow(net.xn, T * c.hidden);
+    grow(net.q, T * q_dim);
+    grow(net.k, T * kv_dim);
+    grow(net.v, T * kv_dim);
+    grow(net.att, T * q_dim);
+    grow(net.gate, T * c.intermediate);
+    grow(net.up, T * c.intermediate);
+}
+
+// A server's steps hold at most --batch-tokens rows and --parallel rows of
+// logits, so it makes the scratch that large before the first request. Grown
+// step by step instead, a burst of prompts longer than any before pays for
+// new pages (zeroed, and the old rows copied) inside a step its clients wait
+// for (book/A-measurements.md, "The Zen 5 machine, a fourth time").
+void net_reserve(Net& net, int rows, int logit_rows) {
+    grow_rows(net, (size_t)rows);
+    grow(net.logits, (size_t)logit_rows * net.model->cfg.vocab);
+}
+
 // The row table of a step, and the Net's scratch grown to its T rows.
 static Rows make_rows(Net& net, const std::vector<SeqRows>& seqs) {
     const Config& c = net.model->cfg;
@@ -254,16 +278,8 @@ static Rows make_rows(Net& net, const std::vector<SeqRows>& seqs) {
         rows.T += seqs[i].T;
         scores_size = std::max(scores_size, (size_t)c.n_heads * seqs[i].T * (seqs[i].pos + seqs[i].T - seqs[i].kv.first));
     }
-    size_t T = rows.T, q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
-    grow(net.x, T * c.hidden);
-    grow(net.xn, T * c.hidden);
-    grow(net.q, T * q_dim);
-    grow(net.k, T * kv_dim);
-    grow(net.v, T * kv_dim);
-    grow(net.att, T * q_dim);
+    grow_rows(net, rows.T);
     if (g_watch_tensors) grow(net.scores, scores_size);
-    grow(net.gate, T * c.intermediate);
-    grow(net.up, T * c.intermediate);
     return rows;
 }
 

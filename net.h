@@ -58,6 +58,9 @@ struct Net {
 // n_ctx: the KV cache length (--ctx); at most max_position_embeddings.
 // kv_type: F32, F16 or BF16 (--kv-type).
 void net_init(Net& net, const Model& m, int n_ctx, DType kv_type = DType::F32);
+// The scratch of a step of `rows` rows and `logit_rows` rows of logits, made
+// now (a server, before its first request) instead of when a step first needs it.
+void net_reserve(Net& net, int rows, int logit_rows);
 // Forget the cache (a new conversation).
 void net_reset(Net& net);
 // Run tokens[0..T) at positions pos..pos+T-1. pos may be at most n_past

@@ -35,6 +35,10 @@ void scheduler_init(Scheduler& s, Net& net, const Tokenizer& tok, int n_slots, i
     s.queue_limit = queue_limit;
     s.slots.assign(n_slots, Slot());
     kv_pages_init(s.pages, net.model->cfg, kv_tokens > 0 ? kv_tokens : n_slots * n_ctx, kv_type);
+    // A step's largest scratch, now rather than in the middle of a burst
+    // (net.h:net_reserve): at most --batch-tokens rows, and no more than
+    // every slot's whole context.
+    net_reserve(net, (int)std::min<long long>(batch_tokens, (long long)n_slots * n_ctx), n_slots);
     s.stats.slots = n_slots;
     s.stats.blocks_total = s.pages.n_blocks;
     s.stats.block_tokens = s.pages.block;

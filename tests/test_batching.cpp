@@ -326,6 +326,12 @@ TEST_CASE("scheduler: requests that join and leave mid-stream get the text they 
     net_init(net, fixture().m, 1);
     Scheduler s;
     scheduler_init(s, net, fixture().tok, 3, 16, 16, 512, 0, DType::F32);  // 16 rows a step: prompts take several
+    // The scratch of the largest step (16 rows, 3 rows of logits) is made
+    // before the first request, and no step has to grow it: the buffers stay where they are.
+    const Config& c = fixture().m.cfg;
+    CHECK(net.gate.size() >= (size_t)16 * c.intermediate);
+    CHECK(net.logits.size() >= (size_t)3 * c.vocab);
+    const float *gate0 = net.gate.data(), *x0 = net.x.data(), *logits0 = net.logits.data();
     std::vector<std::string> prompts = {"Hello", "Tell me a long story about the sea and the ships on it", "Why?",
                                         "Count to ten", "What is the capital of France?"};
     std::vector<int> lens = {20, 7, 30, 3, 12};
@@ -342,6 +348,9 @@ TEST_CASE("scheduler: requests that join and leave mid-stream get the text they 
         if (!ran && steps > 6) break;
     }
     CHECK(max_busy == 3);  // three slots, five requests: some waited
+    CHECK(net.gate.data() == gate0);
+    CHECK(net.x.data() == x0);
+    CHECK(net.logits.data() == logits0);
     for (size_t i = 0; i < prompts.size(); i++) {
         INFO("request " << i + 1);
         CHECK(out[i].calls == 1);

@@ -281,10 +281,10 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int N
             prefetch_ahead(w[r] + 2 * c, ahead, TO_L2);  // as tile_n: the line BF_ROWS rows further down
             // A step's 64 bytes of weights as two 32-byte halves: model
             // files align their tensors to 8 bytes (safetensors) or 32
-            // (GGUF), not to a cache line, and a 64-byte load that straddles
-            // two lines costs more than a second load and an insert (the 0.5B model's rows start 32
-            // bytes into a line, and one token's products took 4-10% longer
-            // with whole-register loads: book/A-measurements.md).
+            // (GGUF), not to a cache line, and a 64-byte load that
+            // straddles two lines costs more than a second load and an
+            // insert. The 0.5B model's rows all start 32 bytes into a line
+            // (book/A-measurements.md, "The Zen 5 machine, a fourth time").
             const uint16_t* wp = (const uint16_t*)w[r] + c;
             __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)wp)),
                                             _mm256_loadu_si256((const __m256i*)(wp + 16)), 1);
