@@ -37,10 +37,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include <omp.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include "cli.h"
 #include "gguf/gguf.h"
 #include "gguf/quants.h"
