@@ -78,14 +78,14 @@ void apply_penalties(float* logits, int n, const int* window, int n_window,
 
 // Greedy: the index of the largest logit; the lowest index wins a tie.
 // One walk with a single "largest so far" is a chain: each comparison waits
-// for the one before, about a cycle per logit, 0.1 ms for 151,936 of them,
-// and a serving step samples one row per sequence. So 16 lanes each keep
+// for the one before, about a cycle per logit of 151,936, and a serving
+// step samples one row per sequence. So 16 lanes each keep
 // their own largest and where it stood (lane j sees logits j, j+16, ...);
 // the compiler turns the inner loop into vector compares and blends. Each
 // lane keeps the first place its largest value appears, so the lowest of
 // those places among the lanes holding the overall largest is the first
 // place in the whole row. A NaN is never larger, as in the one walk; a
-// NaN first makes every lane NaN, and the answer is 0 as it was.
+// NaN first makes every lane NaN, and the answer is 0, as in the one walk.
 int sample_argmax(const float* logits, int n) {
     const int LANES = 16;
     float top[LANES];
