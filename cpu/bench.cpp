@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -46,10 +45,6 @@
 #include "model.h"
 #include "net.h"
 #include "sampler.h"
-
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Memory, in MB, from a line of /proc/self/status: VmRSS (resident now),
 // VmHWM (the peak resident set), RssFile (pages of mapped files: the weights
@@ -344,8 +339,11 @@ int cmd_bench(int argc, char** argv) {
         for (size_t s0 = 0; s0 < sets.size();) {
             kernels_init(sets[s0], threads);
             if (!same_packing(packing_kernels(), packed)) use_weights(m, w, dt, keep, packed = packing_kernels());
-            size_t s1 = s0 + 1;
-            while (s1 < sets.size() && (kernels_init(sets[s1], threads), same_packing(packing_kernels(), packed))) s1++;
+            size_t s1 = s0 + 1;  // sets s0 .. s1-1 share this layout
+            for (; s1 < sets.size(); s1++) {
+                kernels_init(sets[s1], threads);
+                if (!same_packing(packing_kernels(), packed)) break;
+            }
             struct Row {
                 KernelSet set;
                 Net net;

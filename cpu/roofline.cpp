@@ -20,7 +20,7 @@
 #include <immintrin.h>
 #endif
 
-static double now_s() {
+double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 

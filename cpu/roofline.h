@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
-// The median of a set of runs (the mean of the middle two for an even count).
+// Seconds on a steady clock, and the median of a set of runs (the mean of
+// the middle two for an even count): what every measurement here and in
+// bench.cpp times and reports with.
+double now_s();
 double median(std::vector<double> v);
 // "note ..." on stdout when the load average says other programs are running.
 void warn_if_busy();
@@ -22,5 +25,6 @@ struct Bandwidth {
 // GFLOP/s of f32 FMAs by all the threads, 8 or 16 floats wide (16: AVX-512
 // only), the median of `reps` runs.
 double measure_fma_gflops(int reps, int width);
-// "AMD EPYC (AuthenticAMD, family 26 model 2); L2 1 MB a core, L3 32 MB".
+// One line: the CPU's name, vendor, family and model (/proc/cpuinfo) and its
+// L2 and L3 sizes (sysfs).
 std::string cpu_description();
