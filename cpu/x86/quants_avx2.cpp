@@ -203,8 +203,9 @@ void quant_tile_avx2(DType t, const uint8_t* const* w, int n_rows, const uint8_t
 // Decode reads a thread's groups as one long stream, which the hardware
 // prefetcher alone does not run far enough ahead of: the tiles ask for the
 // lines PACK_PREFETCH bytes down (past a group's end, the next group's,
-// read next): that made Q8_0 and q4_0 decode faster by a fifth and more,
-// and 4 KB or 12 KB did no better (book/A-measurements.md).
+// read next), into L1: 8 KB ahead is near enough that the lines do not push
+// out what the tile is still reading (book/A-measurements.md, "The packed
+// tiles' prefetch", measures the distances).
 const size_t PACK_PREFETCH = 8192;
 
 // Code words per block of 32: Q8_0 8, Q5_0 and Q5_1 5 (the fifth bits

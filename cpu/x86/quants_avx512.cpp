@@ -284,12 +284,10 @@ void quant_tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint8
 // Decode reads a thread's groups as one long stream, which the hardware
 // prefetcher alone does not run far enough ahead of: the tiles ask for the
 // lines PACK_PREFETCH bytes down (past a group's end, the next group's,
-// read next), into L2 (PACK_HINT): a line asked for 32 KB ahead into L1
-// would push out of its 32-48 KB what the tile is still reading. On the
-// Zen 5, 8 KB ahead into L1 made Q8_0 and q4_0 decode faster by a fifth and
-// more; on the second Xeon, 32 KB into L2 then added 7-12% to Q8_0, q4_0
-// and q4_k decode, prefill within the runs' spread (book/A-measurements.md,
-// "The packed tiles' prefetch").
+// read next), into L2 (PACK_HINT). That far ahead into L1, the lines would
+// push out of its 32-48 KB what the tile is still reading; nearer, they
+// arrive too late for a stream that runs at the memory's rate
+// (book/A-measurements.md, "The packed tiles' prefetch", measures both).
 const size_t PACK_PREFETCH = 32768;
 #define PACK_HINT _MM_HINT_T1
 
