@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <clocale>
 #include <csignal>
+#include <poll.h>
 #include <pthread.h>
 #include <cstdio>
 #include <cstring>
@@ -261,6 +262,19 @@ static int chat_getc(FILE*) {
         }
         unsigned char c;
         for (;;) {
+            // A Ctrl-C after the flag was tested but before the read began
+            // would leave the read waiting for a key. So SIGINT is blocked
+            // from the test until ppoll waits, which unblocks it for the
+            // wait alone: a Ctrl-C in between is delivered then and ends it.
+            sigset_t sigint, old;
+            sigemptyset(&sigint);
+            sigaddset(&sigint, SIGINT);
+            pthread_sigmask(SIG_BLOCK, &sigint, &old);
+            struct pollfd in = {0, POLLIN, 0};
+            int ready = g_interrupted ? -1 : ppoll(&in, 1, nullptr, &old);
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            if (ready < 0 && errno == EINTR && !g_interrupted) continue;
+            if (ready < 0) return -1;  // Ctrl-C, or an error
             ssize_t n = ::read(0, &c, 1);
             if (n == 1) return c;
             if (n < 0 && errno == EINTR && !g_interrupted) continue;
