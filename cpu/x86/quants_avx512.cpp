@@ -284,10 +284,10 @@ void quant_tile_avx512(DType t, const uint8_t* const* w, int n_rows, const uint8
 // Decode reads a thread's groups as one long stream, which the hardware
 // prefetcher alone does not run far enough ahead of: the tiles ask for the
 // lines PACK_PREFETCH bytes down (past a group's end, the next group's,
-// read next), into L2 (PACK_HINT). That far ahead into L1, the lines would
-// push out of its 32-48 KB what the tile is still reading; nearer, they
-// arrive too late for a stream that runs at the memory's rate
-// (book/A-measurements.md, "The packed tiles' prefetch", measures both).
+// read next), into L2 (PACK_HINT): that far ahead into L1, the lines would
+// push out of its 32-48 KB what the tile is still reading. Into L2, 8 to
+// 128 KB ahead read alike (book/A-measurements.md, "The packed tiles'
+// prefetch", measures them); 32 KB sits in the middle of that range.
 const size_t PACK_PREFETCH = 32768;
 #define PACK_HINT _MM_HINT_T1
 
