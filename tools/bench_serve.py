@@ -29,22 +29,19 @@
 # --kernels SET starts both servers with that kernel set (./run serve
 # --kernels): `bf16dot` multiplies bf16 weights by activations rounded to
 # bf16, the arithmetic llama-batched-bench does on a bf16 GGUF, so the two
-# engines' batching then compare like for like. Without it the servers run
-# the default, exact set.
+# engines' batching then compare like for like. The default, fast, is the
+# exact set.
 import http.client, itertools, json, os, re, statistics, subprocess, sys, threading, time
 
 args = sys.argv[1:]
 model = args.pop(0) if args and not args[0].startswith("--") else "models/qwen2.5-0.5b"
-opt = {"--threads": "2", "--clients": "8", "--tokens": "64", "--rounds": "3"}
-kernels = None  # ./run serve's default set
+opt = {"--threads": "2", "--clients": "8", "--tokens": "64", "--rounds": "3", "--kernels": "fast"}
 while args:
     k = args.pop(0)
-    if (k not in opt and k != "--kernels") or not args:
+    if k not in opt or not args:
         sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N] [--rounds N] [--kernels SET]")
-    if k == "--kernels":
-        kernels = args.pop(0)
-    else:
-        opt[k] = args.pop(0)
+    opt[k] = args.pop(0)
+kernels = opt.pop("--kernels")  # ./run serve checks the name
 for k, v in opt.items():
     if not v.isdigit() or int(v) < 1:
         sys.exit("bench_serve: %s %s: a whole number of at least 1" % (k, v))
@@ -55,7 +52,7 @@ def start(parallel):
         sys.exit("bench_serve: ./run is not here (run make first, from the repository's top folder)")
     log = open("/tmp/bench_serve_%d.log" % os.getpid(), "w+")
     p = subprocess.Popen(["./run", "serve", model, "--port", "0", "--threads", str(threads), "--parallel", str(parallel),
-                          "--ctx", "512", "--queue", str(clients)] + (["--kernels", kernels] if kernels else []), stderr=log)
+                          "--ctx", "512", "--queue", str(clients), "--kernels", kernels], stderr=log)
     for _ in range(600):
         log.seek(0)
         m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read())
@@ -142,7 +139,7 @@ def p90(xs):
     return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
 
 print("bench_serve: %s, %d threads, kernels %s, %d streaming clients x %d tokens (greedy); machine: %s, %d cores, load %.1f" %
-      (model, threads, kernels or "fast (the default)", clients, tokens, open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
+      (model, threads, kernels, clients, tokens, open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
        if os.path.exists("/proc/cpuinfo") else "?", os.cpu_count(), os.getloadavg()[0]))
 def show(label, r):
     print("%-22s total %6.1f tok/s (%d tokens in %.1f s) | TTFT median %.2f s p90 %.2f s | "
