@@ -78,7 +78,7 @@ DEPFLAGS := -MMD -MP
 # file format and the block formats, cuda/ the GPU, serve/ the server. One
 # glob per folder. main.cpp only hands the command line to cli.cpp: the unit
 # tests and the exercises link the engine objects with their own main().
-SRC_DIRS    := . cpu cpu/x86 cpu/arm gguf serve cuda
+SRC_DIRS    := . cpu cpu/x86 cpu/arm gguf serve cuda lens
 ENGINE_SRCS := $(filter-out main.cpp,$(patsubst ./%,%,$(wildcard $(SRC_DIRS:%=%/*.cpp))))
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS   := $(wildcard tests/*.cpp)
@@ -278,7 +278,7 @@ FUZZ_FLAGS   := -O1 -g -std=c++17 -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) -fsan
 FUZZ_ENGINE  := common json_read arch model gguf/gguf gguf/gguf_load gguf/quants logging tokenizer tokenizer_load serve/server_api
 # The matrix kernels read no input bytes; they come from the normal build
 # (clang 14 lacks some of their cpu-feature names).
-FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,$(wildcard kernels*.cpp cpu/*kernels*.cpp cpu/x86/*.cpp cpu/arm/*.cpp) cpu/quants_fast.cpp cpu/quants_packed.cpp)
+FUZZ_KERNELS := $(patsubst %.cpp,$(BUILD)/%.o,kernels.cpp $(wildcard cpu/kernel_sets.cpp cpu/kernels_fast.cpp cpu/attention_fast.cpp cpu/x86/*.cpp cpu/arm/*.cpp) cpu/quants_fast.cpp cpu/quants_packed.cpp)
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 -include $(FUZZ_ENGINE:%=$(BUILD)/fuzz/obj/%.d) $(FUZZ_NAMES:%=$(BUILD)/fuzz/%.d)
 .PHONY: fuzz fuzz-build

@@ -33,7 +33,7 @@
 #include "json_read.h"
 #include "logging.h"
 #include "gguf/quants.h"
-#include "lens.h"
+#include "lens/lens.h"
 
 // ---------------------------------------------------------------------------
 // Values.

@@ -1,5 +1,6 @@
 // common.cpp — the error helper and the half-precision conversions.
 #include "common.h"
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 
@@ -22,6 +23,10 @@ std::string strprintf(const char* fmt, ...) {
     vsnprintf(&s[0], s.size() + 1, fmt, ap2);
     va_end(ap2);
     return s;
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 const char* dtype_name(DType t) {

@@ -19,6 +19,8 @@ struct LanternError : std::runtime_error {
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // printf into a std::string (messages, JSON and HTML snippets).
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Seconds on a steady clock: the one clock every timing reads.
+double now_s();
 
 // Element types a weight matrix can be stored in. The float types come from
 // safetensors or GGUF files; the block-quantized ones (Q8_0 ... Q6_K, GGUF's

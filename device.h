@@ -2,18 +2,15 @@
 // build made with `make cuda` (book/13-cuda.md).
 //
 // The command line only records the choice (--device, cli.cpp, into
-// EngineOptions::device); engine_load applies it (net_cuda.h:device_use),
-// which is where "this build has no CUDA" is found out, and forward()
-// (net.cpp) reads g_device to pick the CPU pass or forward_cuda.
+// EngineOptions::device); engine_load applies it once (net_cuda.h:
+// device_use gives the Net the GPU's backend), which is where "this build
+// has no CUDA" is found out. forward() (net.cpp) runs whichever backend the
+// Net has, without asking which.
 #pragma once
 #include <string>
 #include "common.h"
 
 enum class Device { CPU, CUDA };
-
-// The device forward() runs on. Set by net_cuda.h:device_use (engine_load),
-// never by the flag parser.
-inline Device g_device = Device::CPU;
 
 inline const char* device_name(Device d) { return d == Device::CUDA ? "cuda" : "cpu"; }
 

@@ -15,7 +15,7 @@
 #include "gguf/gguf_load.h"
 #include "gguf/quants.h"
 #include "cuda/net_cuda.h"
-#include "lens.h"
+#include "lens/lens.h"
 #include "logging.h"
 
 // ---------------------------------------------------------------------------
@@ -28,8 +28,6 @@ std::string default_model_path() {
     return "models/tiny";
 }
 
-const SimdKernels* packing_kernels() { return g_device == Device::CPU ? g_kernels.simd : nullptr; }
-
 void open_model(Model& m, const std::string& path) {
     if (is_gguf_path(path)) gguf_load_model(m, path);
     else load_model(m, path);
@@ -41,7 +39,6 @@ void open_tokenizer(Tokenizer& tok, const std::string& path) {
 }
 
 void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
-    device_use(o.device);  // --device: the build and the machine must have it
     std::string path = o.model.empty() ? default_model_path() : o.model;
     if (access(path.c_str(), F_OK) != 0)
         fail("%s: no such model folder or file%s", path.c_str(),
@@ -53,14 +50,17 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
     kernels_init(o.kernels, o.threads);
     open_model(e.model, path);
     if (o.quant != "none") quantize_model(e.model, check_quantize_model(e.model, parse_weight_type("--quant", o.quant), o.force));
-    if (const SimdKernels* k = packing_kernels()) pack_model(e.model, *k);
+    // The fast sets' layout of block formats (cpu/quants_packed.cpp); the
+    // plain kernels and the GPU read the file's.
+    if (g_kernels.simd && o.device == Device::CPU) pack_model(e.model, *g_kernels.simd);
     if (parts & ENGINE_TOKENIZER) open_tokenizer(e.tok, e.model.dir);
     if (parts & ENGINE_NET)
         net_init(e.net, e.model, o.ctx ? o.ctx : std::min(e.model.cfg.max_pos, std::max(4096, min_ctx)), o.kv_type);
-    if (!o.ablate.empty()) {  // switched-off heads and MLPs: a CPU layer's hooks (net.cpp:ablate_heads)
-        if (o.device != Device::CPU) fail("--ablate: ablation runs on the CPU only (--device cpu)");
-        e.net.ablate = ablation_from_specs(o.ablate, e.model.cfg);
-    }
+    // Switched-off heads and MLPs: zeros the layer's taps write (net.cpp:tap).
+    if (!o.ablate.empty()) e.net.ablate = ablation_from_specs(o.ablate, e.model.cfg);
+    // --device: the build and the machine must have it; chosen here, once
+    // (bench and the server, which make their own Nets, check it themselves).
+    if (parts & ENGINE_NET) device_use(e.net, o.device);
     // A -vv filter that names no layer of this model would silently show nothing.
     for (int l : g_watch_filter.layers)
         if (l >= e.model.cfg.n_layers)

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 #include "device.h"
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "net.h"
 #include "sampler.h"
 #include "tokenizer.h"
@@ -22,11 +22,11 @@ struct EngineOptions {
     std::string model;                    // folder or .safetensors; "" = default_model_path()
     int ctx = 0;                          // KV cache positions; 0 = min(4096, the model's max)
     int threads = 0;                      // 0 = all cores
-    KernelSet kernels = KernelSet::Fast;  // kernels.h
+    KernelSet kernels = KernelSet::Fast;  // --kernels (cpu/kernel_sets.h)
     std::string quant = "none";           // --quant q8_0, q4_0, ..., q6_k (quants.h)
     bool force = false;                   // --force: --quant may re-quantize a quantized file (gguf_load.h)
     DType kv_type = DType::F32;           // --kv-type
-    Device device = Device::CPU;          // --device (device.h); engine_load makes it g_device
+    Device device = Device::CPU;          // --device (device.h); engine_load gives the Net its backend
     std::vector<std::string> ablate;      // --ablate L.H or L.mlp (lens.h), into the Net's Ablation
 };
 // What a command needs loaded: fwd and bench run without a tokenizer; bench
@@ -37,10 +37,6 @@ struct Engine {
     Tokenizer tok;  // empty without ENGINE_TOKENIZER
     Net net;        // empty without ENGINE_NET
 };
-// The kernel set now chosen, whose packed tiles model.cpp:pack_model lays
-// the weights out for (kernels.h:packed_tile_reads: the types its tile
-// reads), or nullptr under plain or a GPU, where nothing is packed.
-const SimdKernels* packing_kernels();
 // trained/kjv once a trained model is there, else the random-weight test
 // model that `make models` writes (real Qwen tokenizer, nonsense output).
 std::string default_model_path();

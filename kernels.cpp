@@ -1,131 +1,68 @@
-// kernels.cpp — matmul and friends, the plain way.
+// kernels.cpp — matmul and friends, the plain way, and the table of weight
+// types.
 //
 // The plain kernels are the ground truth: straightforward loops that a
-// reader can check against the math. Their fast twins live in
-// kernels_fast.cpp (see the performance chapter) and tests/test_kernels.cpp
-// checks every one of them against the loops here.
+// reader can check against the math. The fast sets (cpu/) replace three of
+// them — matmul, swiglu, attention_heads — through g_ops (kernels.h), and
+// tests/test_kernels.cpp checks every set against the loops here.
 #include "kernels.h"
-#include <chrono>
-#include "logging.h"
-#include "gguf/quants.h"
 #include <cmath>
-#include <omp.h>
+#include <cstring>
 
-KernelConfig g_kernels;
-
-// The SIMD files define their tables only for their own architecture.
-#if defined(__x86_64__)
-#define ON_X86(k) &k
-#else
-#define ON_X86(k) nullptr
-#endif
-#if defined(__aarch64__) && defined(__ARM_NEON)
-#define ON_ARM(k) &k
-#else
-#define ON_ARM(k) nullptr
-#endif
-
-const KernelSetInfo KERNEL_SETS[] = {
-    {KernelSet::Fast, "fast", "the best SIMD set this CPU runs (default)", nullptr, nullptr, nullptr, true},
-    {KernelSet::Plain, "plain", "the reference loops: one thread, double sums", nullptr, nullptr, nullptr, false},
-    {KernelSet::Scalar, "scalar", "the SIMD order in portable C++ (bitwise equal to avx2/avx512)", &SCALAR_KERNELS,
-     nullptr, nullptr, true},
-    {KernelSet::AVX2, "avx2", "AVX2 + FMA + F16C micro-kernels", ON_X86(AVX2_KERNELS), cpu_has_avx2,
-     "this CPU lacks AVX2, FMA or F16C (try fast or scalar)", true},
-    {KernelSet::AVX512, "avx512", "AVX-512 (F, BW, VL, BF16, VNNI) micro-kernels", ON_X86(AVX512_KERNELS),
-     cpu_has_avx512, "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast, avx2 or scalar)", true},
-    {KernelSet::NEON, "neon", "ARM NEON micro-kernels (vdotq_s32 for Q8_0 where built for dotprod)",
-     ON_ARM(NEON_KERNELS), cpu_has_neon, "this build is not for 64-bit ARM (try fast or scalar)", true},
-    {KernelSet::BF16Dot, "bf16dot", "avx512, but bf16 weights meet activations rounded to bf16 (vdpbf16ps): faster prefill, less exact",
-     ON_X86(AVX512_BF16DOT_KERNELS), cpu_has_avx512, "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI (try fast)", false},
+// ---------------------------------------------------------------------------
+// The weight types (tensor.h: WeightFormat). The float types are read here;
+// the block formats add their rows from gguf/quants.cpp when it is linked.
+static void float_row(const Mat& W, int r, float* out) {
+    const uint8_t* row = (const uint8_t*)W.data + (size_t)r * dtype_row_bytes(W.dtype, W.cols);
+    for (int c = 0; c < W.cols; c++) out[c] = widen(W.dtype, row, c);
+}
+// Indexed by DType; the rows of types nobody registered stay empty.
+static WeightFormat g_formats[N_DTYPES] = {
+    {DType::F32, "f32", 1, 4, float_row, matmul_plain},
+    {DType::F16, "f16", 1, 2, float_row, matmul_plain},
+    {DType::BF16, "bf16", 1, 2, float_row, matmul_plain},
 };
-const int N_KERNEL_SETS = sizeof(KERNEL_SETS) / sizeof(KERNEL_SETS[0]);
 
-const KernelSetInfo& kernel_set_info(KernelSet set) {
-    for (int i = 0; i < N_KERNEL_SETS; i++)
-        if (KERNEL_SETS[i].set == set) return KERNEL_SETS[i];
-    fail("kernel set %d is not in KERNEL_SETS", (int)set);
+void register_weight_format(const WeightFormat& f) { g_formats[(int)f.type] = f; }
+
+const WeightFormat& weight_format(DType t) {
+    const WeightFormat& f = g_formats[(int)t];
+    if (!f.name) fail("weight type %s: this build has no block formats (gguf/quants.cpp)", dtype_name(t));
+    return f;
 }
 
-bool kernel_set_runs_here(const KernelSetInfo& s) { return s.kernels && (!s.cpu_has || s.cpu_has()); }
+bool weight_format_known(DType t) { return g_formats[(int)t].name != nullptr; }
+int dtype_block_size(DType t) { return weight_format(t).block; }
+int dtype_block_bytes(DType t) { return weight_format(t).bytes; }
+size_t dtype_row_bytes(DType t, int n) { return (size_t)n / dtype_block_size(t) * dtype_block_bytes(t); }
+bool dtype_is_low_bit(DType t) { return dtype_block_size(t) > 1 && t != DType::Q8_0; }
+void mat_row_to_f32(const Mat& W, int r, float* out) { weight_format(W.dtype).row_to_f32(W, r, out); }
 
-// The dispatch rule: a kernel set is a table of micro-kernels, picked here
-// once; the kernels below only ask whether it is the plain one. "fast" is
-// the first of NEON, AVX-512, AVX2 that this build and CPU run, else the
-// scalar twin.
-void kernels_init(KernelSet set, int threads) {
-    g_kernels.set = set;
-    g_kernels.threads = threads > 0 ? threads : omp_get_num_procs();
-    omp_set_num_threads(g_kernels.threads);
-    const KernelSetInfo& asked = kernel_set_info(set);
-    if (asked.cpu_has && !asked.cpu_has()) fail("--kernels %s: %s", asked.name, asked.missing);
-    if (set == KernelSet::Fast) {
-        set = KernelSet::Scalar;
-        for (KernelSet best : {KernelSet::NEON, KernelSet::AVX512, KernelSet::AVX2})
-            if (kernel_set_runs_here(kernel_set_info(best))) {
-                set = best;
-                break;
-            }
-    }
-    const KernelSetInfo& runs = kernel_set_info(set);
-    g_kernels.simd = set == KernelSet::Plain ? nullptr : runs.kernels ? runs.kernels : &SCALAR_KERNELS;
-    LOGD(CAT_LOAD, "kernels: %s (--kernels %s), %d threads", kernel_path_name(), kernel_set_name(g_kernels.set),
-         g_kernels.threads);
+// ---------------------------------------------------------------------------
+// The table of operations: the plain loops until kernels_init chooses a set.
+static void matmul_many_plain(const MatmulOut* outs, int n, const float* x, int T, KernelScratch&) {
+    for (int i = 0; i < n; i++) weight_format(outs[i].W->dtype).matmul_plain(outs[i].out, x, *outs[i].W, outs[i].bias, T);
+}
+static void attention_plain(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                            DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                            KernelScratch& s);
+const KernelOps PLAIN_OPS = {"plain", matmul_many_plain, swiglu_plain, attention_plain};
+KernelOps g_ops = PLAIN_OPS;
+
+const char* kernel_path_name() { return g_ops.name; }
+
+KernelScratch& kernel_scratch() {
+    thread_local KernelScratch own;
+    return own;
 }
 
-const char* kernel_set_name(KernelSet set) {
-    for (int i = 0; i < N_KERNEL_SETS; i++)
-        if (KERNEL_SETS[i].set == set) return KERNEL_SETS[i].name;
-    return "?";
-}
-
-const char* kernel_path_name() { return g_kernels.simd ? g_kernels.simd->name : "plain"; }
-
-// One weight of W as f32, whatever its storage type. The plain matmul calls
-// this per element: slow, but obviously right.
-static inline float weight_at(const Mat& W, size_t i) {
-    switch (W.dtype) {
-        case DType::F32: return ((const float*)W.data)[i];
-        case DType::BF16: return bf16_to_f32(((const uint16_t*)W.data)[i]);
-        case DType::F16: return f16_to_f32(((const uint16_t*)W.data)[i]);
-        case DType::Q8_0: {
-            // block b holds weights 32b..32b+31: an f16 scale then 32 int8
-            const uint8_t* blk = (const uint8_t*)W.data + (i / 32) * 34;
-            uint16_t d;
-            std::memcpy(&d, blk, 2);
-            return f16_to_f32(d) * (float)(int8_t)blk[2 + i % 32];
-        }
-        default: return 0;  // low-bit formats are unpacked a row at a time (mat_row_to_f32)
-    }
-}
-
-// y = W x for every token of the batch. Accumulates in double so the plain
-// kernel is a trustworthy reference for the fast float32 ones.
-void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
-    for (int t = 0; t < T; t++) {
-        const float* xt = x + (size_t)t * W.cols;
-        float* yt = out + (size_t)t * W.rows;
-        for (int r = 0; r < W.rows; r++) {
-            double sum = bias ? bias[r] : 0.0;
-            size_t base = (size_t)r * W.cols;
-            for (int c = 0; c < W.cols; c++) sum += (double)weight_at(W, base + c) * xt[c];
-            yt[r] = (float)sum;
-        }
-    }
-}
-
-// Which driver multiplies W: GGUF's 4/5/6-bit formats go to quants.cpp,
-// quants_fast.cpp; so does Q8_0 when the kernel set has no Q8_0 tile of its
-// own (AVX-512: quants_fast.cpp's VNNI tiles, the same order and bits as
-// kernels_fast.cpp's, quants.h). Everything else to kernels_fast.cpp.
-static bool goes_to_quants(const Mat& W) {
-    bool q8_here = W.dtype == DType::Q8_0 && g_kernels.simd && !g_kernels.simd->tile_q8;
-    return dtype_is_low_bit(W.dtype) || q8_here || W.packed;
-}
-
-// A steady clock in seconds, for KernelScratch's counts of time.
-static double clock_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// The server's trace counts a step's seconds in products and in attention
+// (KernelScratch::timed): one clock around the call, when asked.
+template <class F> static void count_time(KernelScratch& s, double& total, F&& run) {
+    if (!s.timed) return run();
+    double t0 = now_s();
+    run();
+    total += now_s() - t0;
 }
 
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, KernelScratch* scratch) {
@@ -133,50 +70,46 @@ void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, 
     matmul_many(&one, 1, x, T, scratch);
 }
 
-// One parallel loop for the whole list when one driver takes every matrix;
-// a list that mixes drivers (or plain) goes one product after another.
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch) {
-    if (scratch && scratch->timed) {  // the same call untimed, its seconds added to the scratch's count
-        scratch->timed = false;
-        double t0 = clock_s();
-        matmul_many(outs, n, x, T, scratch);
-        scratch->matmul_s += clock_s() - t0;
-        scratch->timed = true;
-        return;
-    }
-    if (!g_kernels.simd) {  // the plain loops need no buffers
-        for (int i = 0; i < n; i++) {
-            const Mat& W = *outs[i].W;
-            if (dtype_is_low_bit(W.dtype) || W.packed) matmul_quant_plain(outs[i].out, x, W, outs[i].bias, T);
-            else matmul_plain(outs[i].out, x, W, outs[i].bias, T);
+    KernelScratch& s = scratch ? *scratch : kernel_scratch();
+    count_time(s, s.matmul_s, [&] { g_ops.matmul(outs, n, x, T, s); });
+}
+
+void attention_heads(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V, DType kv_type,
+                     int n_heads, int n_kv_heads, int T, int n_first, int head_dim, KernelScratch* scratch) {
+    KernelScratch& s = scratch ? *scratch : kernel_scratch();
+    count_time(s, s.attention_s,
+               [&] { g_ops.attention(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, s); });
+}
+
+// ---------------------------------------------------------------------------
+// The plain loops.
+
+// y = W x for every token of the batch, for a float matrix. Accumulates in
+// double so the plain kernel is a trustworthy reference for the fast float32
+// ones.
+void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    for (int t = 0; t < T; t++) {
+        const float* xt = x + (size_t)t * W.cols;
+        float* yt = out + (size_t)t * W.rows;
+        for (int r = 0; r < W.rows; r++) {
+            double sum = bias ? bias[r] : 0.0;
+            size_t base = (size_t)r * W.cols;
+            for (int c = 0; c < W.cols; c++) sum += (double)widen(W.dtype, W.data, base + c) * xt[c];
+            yt[r] = (float)sum;
         }
-        return;
     }
-    KernelScratch own;  // only when the caller has none (kernels.h:KernelScratch)
-    KernelScratch& s = scratch ? *scratch : own;
-    int quant = 0;
-    for (int i = 0; i < n; i++) quant += goes_to_quants(*outs[i].W);
-    if (quant == n) return matmul_quant_fast_many(outs, n, x, T, *g_kernels.simd, s);
-    if (quant == 0) return matmul_fast(outs, n, x, T, *g_kernels.simd, s);
-    for (int i = 0; i < n; i++) matmul_many(&outs[i], 1, x, T, &s);
 }
 
 // Attention's dot product and weighted sum, the plain loops.
-static inline float element_at(const void* p, DType t, int i) {
-    Mat row;
-    row.dtype = t;
-    row.data = p;
-    return weight_at(row, i);
-}
-
 float vec_dot_plain(const float* a, const void* b, DType bt, int n) {
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)a[i] * element_at(b, bt, i);
+    for (int i = 0; i < n; i++) sum += (double)a[i] * widen(bt, b, i);
     return (float)sum;
 }
 
 void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n) {
-    for (int i = 0; i < n; i++) y[i] += alpha * element_at(x, xt, i);
+    for (int i = 0; i < n; i++) y[i] += alpha * widen(xt, x, i);
 }
 
 // RMSNorm: scale x so its root-mean-square is 1, then by the learned w.
@@ -201,16 +134,16 @@ void softmax(float* x, int n) {
 }
 
 // silu(g) = g * sigmoid(g); SwiGLU multiplies it by the "up" projection.
-// The loop below is the plain kernel; the SIMD sets take
-// kernels_fast.cpp:swiglu_fast, whose exp is their polynomial (a prefill
-// of 512 tokens calls exp 60 million times).
-void swiglu(float* gate, const float* up, int n) {
-    if (g_kernels.simd) return swiglu_fast(gate, up, n, *g_kernels.simd);
+// One exp per value (a prefill of 512 tokens calls it 60 million times:
+// the fast sets have their own, cpu/kernels_fast.cpp:swiglu_fast).
+void swiglu_plain(float* gate, const float* up, int n) {
     for (int i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
 }
+
+void swiglu(float* gate, const float* up, int n) { g_ops.swiglu(gate, up, n); }
 
 // Rotary position embedding, Hugging Face layout. Pair (i, i+half) of each
 // head is rotated by the angle pos * theta^(-2i/head_dim). The angle is
@@ -265,26 +198,8 @@ void attention_head_plain(float* out, float* scores, const float* q, const uint8
     for (int j = 0; j < n; j++) vec_axpy_plain(out, scores[j], values + j * stride, kv_type, head_dim);
 }
 
-void attention_head(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                    size_t stride, DType kv_type, int n, int head_dim) {
-    if (g_kernels.simd) {
-        attention_head_fast(out, scores, q, keys, values, stride, kv_type, n, head_dim, *g_kernels.simd);
-        return;
-    }
-    // The plain kernel writes all n weights (its contract, and the
-    // exercise's): without a trace's row to keep them, this thread's own
-    // (thread_local: no other thread ever sees it, so callers on two
-    // threads do not share it).
-    thread_local std::vector<float> own;
-    if (!scores) {
-        if ((int)own.size() < n) own.resize(n);
-        scores = own.data();
-    }
-    attention_head_plain(out, scores, q, keys, values, stride, kv_type, n, head_dim);
-}
-
-// Every head and token of a prefill (kernels.h): threads over (head, token)
-// pairs, each output row one thread's, so the thread count changes nothing.
+// Every head and token (kernels.h): threads over (head, token) pairs, each
+// output row one thread's, so the thread count changes nothing.
 void attention_heads_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                            size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
                            int head_dim) {
@@ -306,39 +221,22 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
         }
 }
 
-void attention_heads(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                     size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
-                     KernelScratch* scratch) {
-    if (scratch && scratch->timed) {  // as matmul_many: the same call, timed
-        scratch->timed = false;
-        double t0 = clock_s();
-        attention_heads(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
-        scratch->attention_s += clock_s() - t0;
-        scratch->timed = true;
-        return;
+// The plain attention reads its keys in one run: a sequence whose keys lie
+// in pages (the server's cache) is first gathered, page by page, into one.
+static const uint8_t* one_run(const KVRows& R, int n, LineVector<uint8_t>& buf) {
+    if (!R.rows) return R.base;
+    if (buf.size() < n * R.stride) buf.resize(n * R.stride);
+    for (int j = 0, r; j < n; j += r) {
+        r = R.run(j, n - j);
+        std::memcpy(&buf[j * R.stride], R.rows[j], r * R.stride);
     }
-    if (g_kernels.simd) {
-        KVRows K, V;
-        K.base = keys, V.base = values, K.stride = V.stride = stride;
-        attention_heads_rows(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
-    } else
-        attention_heads_plain(out, scores, q, keys, values, stride, kv_type, n_heads, n_kv_heads, T, n_first,
-                              head_dim);
+    return buf.data();
 }
 
-void attention_heads_rows(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
-                          DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
-                          KernelScratch* scratch) {
-    if (!g_kernels.simd) fail("attention_heads_rows: the plain kernels take the keys in one run (net.cpp:kv_read)");
-    if (scratch && scratch->timed) {  // as attention_heads: the same call, timed
-        scratch->timed = false;
-        double t0 = clock_s();
-        attention_heads_rows(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, scratch);
-        scratch->attention_s += clock_s() - t0;
-        scratch->timed = true;
-        return;
-    }
-    KernelScratch own;  // only when the caller has none
-    attention_heads_fast(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, T, n_first, head_dim, *g_kernels.simd,
-                         scratch ? *scratch : own);
+static void attention_plain(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                            DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
+                            KernelScratch& s) {
+    int n = n_first - 1 + T;
+    attention_heads_plain(out, scores, q, one_run(K, n, s.gk), one_run(V, n, s.gv), K.stride, kv_type, n_heads,
+                          n_kv_heads, T, n_first, head_dim);
 }

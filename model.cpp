@@ -24,9 +24,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include "gguf/gguf.h"
 #include "json_read.h"
-#include "gguf/quants.h"
 #include "logging.h"
 
 using json = nlohmann::json;
@@ -38,6 +36,18 @@ Model::~Model() {
 static bool is_dir(const std::string& p) {
     struct stat st;
     return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_gguf_path(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return true;
+    char magic[4] = {};
+    FILE* fp = fopen(path.c_str(), "rb");
+    if (!fp) return false;
+    size_t n = fread(magic, 1, 4, fp);
+    fclose(fp);
+    return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
 std::string model_dir(const std::string& path) {
@@ -441,7 +451,7 @@ void release_file_pages(const Model& m, const void* p, size_t n) {
 // page touched yet) and marked, so the pages the conversion then writes
 // come as huge pages where the kernel has them (transparent huge pages in
 // "madvise" or "always" mode); elsewhere the call does nothing.
-static void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
+void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
     v.reserve(bytes);
     const uintptr_t huge = 2u << 20;
     uintptr_t b = ((uintptr_t)v.data() + huge - 1) & ~(huge - 1), e = ((uintptr_t)v.data() + bytes) & ~(huge - 1);
@@ -453,70 +463,10 @@ static void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes) {
 // the LM head when it is a matrix of its own, then each layer's seven. A
 // tied head is the embedding: a caller that changes the embedding copies
 // it to lm_head after.
-static std::vector<Mat*> weight_matrices(Model& m) {
+std::vector<Mat*> weight_matrices(Model& m) {
     std::vector<Mat*> all = {&m.embed};
     if (m.lm_head.data != m.embed.data) all.push_back(&m.lm_head);
     for (LayerWeights& L : m.layers)
         for (Mat* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) all.push_back(w);
     return all;
-}
-
-// --quant q8_0 (or another block format): every matrix becomes blocks in
-// memory owned by the model. The mmap stays for the small vectors already
-// copied and for a matrix that keeps its file type; the pages of each
-// converted matrix are released as soon as its copy is made, so the
-// resident set ends at the converted weights (not those plus the file), and
-// peaks at them plus one source matrix: the embedding goes first, while
-// nothing else is held (0.5B: 272 MB of bf16 for 145 MB of Q8_0).
-void quantize_model(Model& m, DType to) {
-    // A block holds 32 (k-quants: 256) weights of one row, so a row whose
-    // length is not a multiple of it cannot be cut into blocks: k-quants fall
-    // back to a 32-block format as llama-quantize does (quants.h), and a
-    // matrix whose rows still do not divide (none in Qwen2.5, but small test
-    // shapes have them) stays in its file type.
-    int kept = 0;
-    bool tied = m.lm_head.data == m.embed.data;
-    for (Mat* w : weight_matrices(m)) {
-        DType t = block_fallback(to, w->cols);
-        if (w->cols % dtype_block_size(t)) { kept++; continue; }
-        if (w->dtype == t) continue;  // already that type (a GGUF file's): its bytes stay
-        m.owned.emplace_back();
-        prefer_huge_pages(m.owned.back(), (size_t)w->rows * dtype_row_bytes(t, w->cols));
-        Mat src = *w;
-        *w = quantize_mat(src, t, m.owned.back());
-        release_file_pages(m, src.data, src.bytes());
-    }
-    if (tied) m.lm_head = m.embed;
-    if (kept) LOGW(CAT_LOAD, "--quant %s: %d matrices have rows that are not a multiple of 32 and keep their file type", dtype_name(to), kept);
-}
-
-// The fast kernels' layout: every block-format matrix whose rows come in
-// groups of 16 and whose type the packed tile of this instruction set
-// reads (kernels.h:packed_tile_reads: AVX-512 all, AVX2 all but Q8_0) is
-// laid out for it (quants.h:pack_mat: the same bytes in other places; one
-// 64-byte line per vpdpbusd for 16 rows). A copy that --quant made is
-// rearranged where it lies; a matrix read from the file is copied (into
-// huge pages, as above) and its file pages are released, so the resident
-// set stays at the weights once. Tied embeddings stay one matrix: the
-// embedding lookup reads a packed row through quants.cpp:mat_row_to_f32.
-// --kernels plain reads the file's layout, and this is not called for it
-// (generate.cpp:engine_load).
-void pack_model(Model& m, const SimdKernels& k) {
-    bool tied = m.lm_head.data == m.embed.data;
-    for (Mat* w : weight_matrices(m)) {
-        if (!can_pack(*w) || !packed_tile_reads(w->dtype, &k)) continue;
-        std::vector<uint8_t>* own = nullptr;  // --quant's copy: packed in place
-        for (std::vector<uint8_t>& v : m.owned)
-            if (v.data() == w->data) own = &v;
-        if (own) {
-            pack_mat(*w, *own);
-            continue;
-        }
-        m.owned.emplace_back();
-        prefer_huge_pages(m.owned.back(), w->bytes());
-        Mat src = *w;
-        pack_mat(*w, m.owned.back());
-        release_file_pages(m, src.data, src.bytes());
-    }
-    if (tied) m.lm_head = m.embed;
 }

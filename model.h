@@ -92,11 +92,15 @@ void bind_weights(Model& m);
 Config parse_config(const std::string& config_path);
 // Parses and validates the safetensors header of an mmapped file.
 void parse_safetensors(Model& m);
-// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h),
-// releasing the file pages of each converted matrix.
-void quantize_model(Model& m, DType to = DType::Q8_0);
-// block-format matrices laid out for the packed integer tiles of level simd (model.cpp).
-void pack_model(Model& m, const SimdKernels& k);
+// Every matrix the forward pass multiplies by, each once (a tied head is
+// the embedding): what --quant converts and the fast kernels repack
+// (gguf/gguf_load.cpp:quantize_model, cpu/quants_packed.cpp:pack_model).
+std::vector<Mat*> weight_matrices(Model& m);
+// Reserves `bytes` in v, asking for 2 MB pages where the kernel has them
+// (a converted copy of the weights is read once per token).
+void prefer_huge_pages(std::vector<uint8_t>& v, size_t bytes);
+// True when `path` is a file that starts with the GGUF magic or ends in .gguf.
+bool is_gguf_path(const std::string& path);
 // Takes the whole pages of [p, p + n) out of the resident set if they belong
 // to one of the model's mapped files (no-op otherwise); read again, they come
 // back from the file.

@@ -20,224 +20,43 @@
 // product — the same weights read once for T tokens.
 //
 // The rows need not belong to one sequence: forward_batch runs several
-// sequences' tokens through the same decoder_layer, and only the KV cache
-// and attention are per sequence (a table of the rows, built once per
-// call, says which row is whose; each sequence's cache is a KVView).
-// forward() is the one-sequence case, with the Net's own contiguous cache.
+// sequences' tokens through the same decoder_layer, and only attention is
+// per sequence (net.cpp:attention, behind one call, as llama.cpp's
+// build_attn). forward() is the case of one sequence, in the Net's own cache.
 #include "net.h"
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include "logging.h"
-#include "device.h"
 
 static void grow(LineVector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
 }
-static void grow_bytes(LineVector<uint8_t>& v, size_t n) {
-    if (v.size() < n) v.resize(n);
-}
+
+// The CPU's pass (forward_cpu below) as a backend.
+static const float* forward_cpu(Net& net, const BatchSeq* seqs, int n_seqs);
+struct CpuBackend : Backend {
+    const float* forward(Net& net, const BatchSeq* seqs, int n_seqs) override { return forward_cpu(net, seqs, n_seqs); }
+};
 
 void net_init(Net& net, const Model& m, int n_ctx, DType kv_type) {
     const Config& c = m.cfg;
     if (n_ctx <= 0) fail("--ctx %d: the context must hold at least one token", n_ctx);
     if (n_ctx > c.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", n_ctx, c.max_pos);
+    if (kv_type == DType::Q8_0) fail("--kv-type: q8_0 is not a KV cache type (f32, f16 or bf16)");
     net.model = &m;
     net.kv.n_ctx = n_ctx;
     net.kv.kv_dim = c.n_kv_heads * c.head_dim;
-    if (kv_type == DType::Q8_0) fail("--kv-type: q8_0 is not a KV cache type (f32, f16 or bf16)");
     net.kv.type = kv_type;
     size_t n = (size_t)c.n_layers * n_ctx * net.kv.kv_dim;
     net.kv.k.resize(n * net.kv.elt());
     net.kv.v.resize(n * net.kv.elt());
     net.n_past = 0;
-    net.cuda.reset();  // a GPU copy of another model or cache size is stale
+    net.backend = std::make_shared<CpuBackend>();  // a backend of another model or cache size is stale
     LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d values x 2 (%s) = %.1f MB", n_ctx, c.n_layers,
          net.kv.kv_dim, dtype_name(kv_type), 2.0 * n * net.kv.elt() / 1e6);
 }
 
 void net_reset(Net& net) { net.n_past = net.first_pos = 0; }
-
-// One row of keys or values into the cache, rounded to its type.
-static void store_kv_row(uint8_t* dst, const float* src, int n, DType type) {
-    if (type == DType::F32) std::memcpy(dst, src, n * sizeof(float));
-    else if (type == DType::F16)
-        for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_f16(src[i]);
-    else
-        for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_bf16(src[i]);
-}
-
-// Byte offset of position pos of layer `layer` in the view's k (or v).
-static size_t kv_offset(const KVView& kv, int layer, int pos) {
-    if (pos < kv.first || pos >= kv.n_pos)
-        fail("KV cache: position %d is outside the sequence's positions [%d, %d)", pos, kv.first, kv.n_pos);
-    return kv.blocks[pos / kv.block] * kv.block_bytes + ((size_t)layer * kv.block + pos % kv.block) * kv.row_bytes;
-}
-
-void kv_store(const KVView& kv, int layer, int pos, const float* k, const float* v) {
-    size_t at = kv_offset(kv, layer, pos);
-    int n = (int)(kv.row_bytes / (kv.type == DType::F32 ? 4 : 2));
-    store_kv_row(kv.k + at, k, n, kv.type);
-    store_kv_row(kv.v + at, v, n, kv.type);
-}
-
-void kv_read(Net& net, const KVView& kv, int layer, int end, const uint8_t** K, const uint8_t** V) {
-    if (kv.first / kv.block == (end - 1) / kv.block) {  // one block holds them all: read them in place
-        size_t at = kv_offset(kv, layer, kv.first);
-        *K = kv.k + at;
-        *V = kv.v + at;
-        return;
-    }
-    grow_bytes(net.gk, (end - kv.first) * kv.row_bytes);
-    grow_bytes(net.gv, (end - kv.first) * kv.row_bytes);
-    for (int p = kv.first; p < end;) {  // the run of positions in p's block
-        int n = std::min(kv.block - p % kv.block, end - p);
-        size_t at = kv_offset(kv, layer, p), to = (p - kv.first) * kv.row_bytes;
-        std::memcpy(&net.gk[to], kv.k + at, n * kv.row_bytes);
-        std::memcpy(&net.gv[to], kv.v + at, n * kv.row_bytes);
-        p += n;
-    }
-    *K = net.gk.data();
-    *V = net.gv.data();
-}
-
-// The Net's own cache as a view: one block of n_ctx positions.
-static KVView net_kv_view(Net& net) {
-    static const int one_block[1] = {0};
-    KVView v;
-    v.k = net.kv.k.data();
-    v.v = net.kv.v.data();
-    v.type = net.kv.type;
-    v.first = net.first_pos;
-    v.n_pos = net.kv.n_ctx;
-    v.block = net.kv.n_ctx;
-    v.blocks = one_block;
-    v.row_bytes = (size_t)net.kv.kv_dim * net.kv.elt();
-    v.block_bytes = 0;
-    return v;
-}
-
-// Grouped-query attention for the T rows of one sequence. Query head h
-// reads KV head h / (n_heads / n_kv_heads): several query heads share one
-// key/value head, which is what makes the 0.5B model's cache 7x smaller
-// than its query width. Token t sits at position pos+t and may look at
-// positions first..pos+t (causal; first is 0 unless the sequence started
-// later).
-static void attention(Net& net, int layer, const SeqRows& s) {
-    const Config& c = net.model->cfg;
-    int hd = c.head_dim, q_dim = c.n_heads * hd;
-    int kv_len = s.pos + s.T - s.kv.first;  // keys visible to the last token
-    // [n_heads, T, kv_len]: the attention weights, kept only for a trace
-    // (-vv, --report); otherwise nothing of size T x kv_len is stored.
-    float* scores = g_watch_tensors ? net.scores.data() : nullptr;
-    float *out = &net.att[(size_t)s.row0 * q_dim], *q = &net.q[(size_t)s.row0 * q_dim];
-    int end = s.pos + s.T, n_first = s.pos + 1 - s.kv.first;
-    // Every head and token at once (kernels.h: attention_heads): one query
-    // per head in decode, tiles of queries against blocks of keys in prefill.
-    // The plain kernels read one run: kv_read gathers a sequence that spans
-    // blocks. The fast ones read each block where it lies (a table of where
-    // each position's row is): in a serving step of 8 sequences, gathering
-    // copied every cached row of every layer again at every step.
-    if (g_kernels.simd && s.kv.first / s.kv.block != (end - 1) / s.kv.block) {
-        net.krows.resize(end - s.kv.first);
-        net.vrows.resize(end - s.kv.first);
-        for (int p = s.kv.first; p < end; p++) {
-            size_t at = kv_offset(s.kv, layer, p);
-            net.krows[p - s.kv.first] = s.kv.k + at;
-            net.vrows[p - s.kv.first] = s.kv.v + at;
-        }
-        KVRows K, V;
-        K.rows = net.krows.data(), V.rows = net.vrows.data(), K.stride = V.stride = s.kv.row_bytes;
-        attention_heads_rows(out, scores, q, K, V, s.kv.type, c.n_heads, c.n_kv_heads, s.T, n_first, hd, &net.kscratch);
-    } else {
-        const uint8_t *K, *V;
-        kv_read(net, s.kv, layer, end, &K, &V);
-        attention_heads(out, scores, q, K, V, s.kv.row_bytes, s.kv.type, c.n_heads, c.n_kv_heads, s.T, n_first, hd,
-                        &net.kscratch);
-    }
-    WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, kv_len);
-}
-
-// --ablate: zeros, written over what the head or the MLP computed. A head's
-// slice of att is what the output projection turns into that head's share of
-// the residual update (att Wo is a sum over heads), so zeroing it removes
-// exactly that share and leaves the other heads' untouched.
-void ablate_heads(const Net& net, int layer, float* att, int T) {
-    const Config& c = net.model->cfg;
-    for (const std::pair<int, int>& lh : net.ablate.heads)
-        if (lh.first == layer)
-            for (int t = 0; t < T; t++) std::memset(att + ((size_t)t * c.n_heads + lh.second) * c.head_dim, 0, c.head_dim * sizeof(float));
-}
-
-void ablate_mlp(const Net& net, int layer, float* mlp_out, int T) {
-    for (int l : net.ablate.mlps)
-        if (l == layer) std::memset(mlp_out, 0, (size_t)T * net.model->cfg.hidden * sizeof(float));
-}
-
-void decoder_layer(Net& net, int l, const Rows& rows) {
-    const Config& c = net.model->cfg;
-    const LayerWeights& L = net.model->layers[l];
-    int T = rows.T, H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
-    float *x = net.x.data(), *xn = net.xn.data(), *q = net.q.data(), *k = net.k.data(), *v = net.v.data();
-    int pos = rows.pos[0];  // the probes name a step by its first row's position
-    PROBE_LAYER_BEGIN(l, x, T, H);
-
-    // --- attention block ---
-    for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
-    WATCH_TENSOR("attn_norm", l, pos, xn, T, H);
-    // q, k and v read the same xn: one pass over their rows (kernels.h:
-    // matmul_many), the same bits as three matmuls, one meeting of the threads.
-    MatmulOut qkv[3] = {{q, &L.wq, L.bq.data()},   // [T, q_dim]
-                        {k, &L.wk, L.bk.data()},   // [T, kv_dim]
-                        {v, &L.wv, L.bv.data()}};  // [T, kv_dim]
-    matmul_many(qkv, 3, xn, T, &net.kscratch);
-    WATCH_TENSOR("attn.q", l, pos, q, T, q_dim);
-    WATCH_TENSOR("attn.k", l, pos, k, T, kv_dim);
-    WATCH_TENSOR("attn.v", l, pos, v, T, kv_dim);
-    // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
-    // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
-    // growing with the size of the projections.
-    if (c.arch->qk_norm) {
-        for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(q + i * hd, q + i * hd, L.q_norm.data(), hd, c.eps);
-        for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(k + i * hd, k + i * hd, L.k_norm.data(), hd, c.eps);
-        WATCH_TENSOR("attn.q_norm", l, pos, q, T, q_dim);
-        WATCH_TENSOR("attn.k_norm", l, pos, k, T, kv_dim);
-    }
-    // Each row rotated by its own position, its keys and values into its sequence's cache.
-    for (int t = 0; t < T; t++) {
-        apply_rope(q + (size_t)t * q_dim, c.n_heads, hd, rows.pos[t], c.rope_theta);
-        apply_rope(k + (size_t)t * kv_dim, c.n_kv_heads, hd, rows.pos[t], c.rope_theta);
-        kv_store(rows.seqs[rows.seq[t]].kv, l, rows.pos[t], k + (size_t)t * kv_dim, v + (size_t)t * kv_dim);
-    }
-    WATCH_TENSOR("attn.q_rope", l, pos, q, T, q_dim);
-    WATCH_TENSOR("attn.k_rope", l, pos, k, T, kv_dim);
-    for (const SeqRows& s : rows.seqs) attention(net, l, s);  // each sequence over its own keys
-    ablate_heads(net, l, net.att.data(), T);
-    WATCH_TENSOR("attn.out", l, pos, net.att.data(), T, q_dim);
-    matmul(xn, net.att.data(), L.wo, nullptr, T, &net.kscratch);  // [T, hidden], reuses xn
-    WATCH_TENSOR("attn.o_proj", l, pos, xn, T, H);
-    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
-
-    // --- MLP block (SwiGLU) ---
-    for (int t = 0; t < T; t++) rmsnorm(xn + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
-    WATCH_TENSOR("ffn_norm", l, pos, xn, T, H);
-    MatmulOut gate_up[2] = {{net.gate.data(), &L.w_gate, nullptr},  // [T, I]
-                            {net.up.data(), &L.w_up, nullptr}};     // [T, I]
-    matmul_many(gate_up, 2, xn, T, &net.kscratch);
-    WATCH_TENSOR("mlp.gate", l, pos, net.gate.data(), T, I);
-    WATCH_TENSOR("mlp.up", l, pos, net.up.data(), T, I);
-    // One exp per value, T x 4864 of them in a prefill: threads over the
-    // tokens (each value on its own, so the same bits on any thread count).
-    #pragma omp parallel for schedule(static) if (T > 1)
-    for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
-    WATCH_TENSOR("mlp.act", l, pos, net.gate.data(), T, I);
-    matmul(xn, net.gate.data(), L.w_down, nullptr, T, &net.kscratch);  // [T, hidden]
-    ablate_mlp(net, l, xn, T);
-    WATCH_TENSOR("mlp.down", l, pos, xn, T, H);
-    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += xn[i];
-    WATCH_TENSOR("resid", l, pos, x, T, H);
-    PROBE_LAYER_END(l, x, T, H);
-}
 
 // The Net's scratch activations grown to T rows.
 static void grow_rows(Net& net, size_t T) {
@@ -263,114 +82,195 @@ void net_reserve(Net& net, int rows, int logit_rows) {
     grow(net.logits, (size_t)logit_rows * net.model->cfg.vocab);
 }
 
-// The row table of a step, and the Net's scratch grown to its T rows.
-static Rows make_rows(Net& net, const std::vector<SeqRows>& seqs) {
+// --ablate: zeros, written over what the head or the MLP computed. A head's
+// slice of attn.out is what the output projection turns into that head's
+// share of the residual update (att Wo is a sum over heads), so zeroing it
+// removes exactly that share and leaves the other heads' untouched.
+static void ablate(const Net& net, const char* name, int layer, float* x, int rows, int cols) {
+    int hd = net.model->cfg.head_dim;
+    if (!strcmp(name, "attn.out"))
+        for (const std::pair<int, int>& lh : net.ablate.heads)
+            if (lh.first == layer)
+                for (int t = 0; t < rows; t++) std::memset(x + (size_t)t * cols + lh.second * hd, 0, hd * sizeof(float));
+    if (!strcmp(name, "mlp.down"))
+        for (int l : net.ablate.mlps)
+            if (l == layer) std::memset(x, 0, (size_t)rows * cols * sizeof(float));
+}
+
+void tap(Net& net, const char* name, int layer, float* x, int rows, int cols) {
+    if (!net.ablate.empty()) ablate(net, name, layer, x, rows, cols);
+    WATCH_TENSOR(name, layer, net.pos[0], x, rows, cols);  // the probes name a step by its first row's position
+}
+
+void attention(Net& net, int layer, const float* q, const float* k, const float* v, float* out) {
     const Config& c = net.model->cfg;
-    Rows rows;
-    rows.seqs = seqs;
-    size_t scores_size = 0;
-    for (size_t i = 0; i < seqs.size(); i++) {
-        rows.seqs[i].row0 = rows.T;
-        for (int t = 0; t < seqs[i].T; t++) {
-            rows.pos.push_back(seqs[i].pos + t);
-            rows.seq.push_back((int)i);
+    int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+    for (const SeqRows& s : net.seqs) {  // each sequence over its own keys
+        for (int t = 0; t < s.T; t++) {
+            size_t row = (size_t)s.row0 + t;
+            kv_store(s.kv, layer, s.pos + t, k + row * kv_dim, v + row * kv_dim);
         }
-        rows.T += seqs[i].T;
-        scores_size = std::max(scores_size, (size_t)c.n_heads * seqs[i].T * (seqs[i].pos + seqs[i].T - seqs[i].kv.first));
+        int end = s.pos + s.T, n_keys = end - s.kv.first;  // keys visible to the last token
+        KVRows K = kv_rows(s.kv, layer, end, false, net.krows), V = kv_rows(s.kv, layer, end, true, net.vrows);
+        // [n_heads, T, n_keys]: the attention weights, kept only for a trace
+        // (-vv, --report); otherwise nothing of size T x n_keys is stored.
+        float* scores = g_watch_tensors ? net.scores.data() : nullptr;
+        // Every head and token at once (kernels.h: attention_heads): token t
+        // sees the keys of positions kv.first .. pos+t.
+        attention_heads(out + (size_t)s.row0 * q_dim, scores, q + (size_t)s.row0 * q_dim, K, V, s.kv.type, c.n_heads,
+                        c.n_kv_heads, s.T, s.pos + 1 - s.kv.first, hd);
+        WATCH_TENSOR("attn.scores", layer, s.pos, scores, c.n_heads * s.T, n_keys);
     }
-    grow_rows(net, rows.T);
+}
+
+void decoder_layer(Net& net, int l, int T, const int* pos) {
+    const Config& c = net.model->cfg;
+    const LayerWeights& L = net.model->layers[l];
+    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
+    float *x = net.x.data(), *h = net.xn.data(), *q = net.q.data(), *k = net.k.data(), *v = net.v.data();
+    float *att = net.att.data(), *gate = net.gate.data(), *up = net.up.data();
+
+    // --- attention block ---
+    for (int t = 0; t < T; t++) rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
+    tap(net, "attn_norm", l, h, T, H);
+    // q, k and v read the same h: one pass over their rows (kernels.h:
+    // matmul_many), the same bits as three matmuls.
+    MatmulOut qkv[3] = {{q, &L.wq, L.bq.data()}, {k, &L.wk, L.bk.data()}, {v, &L.wv, L.bv.data()}};
+    matmul_many(qkv, 3, h, T);
+    tap(net, "attn.q", l, q, T, q_dim);
+    tap(net, "attn.k", l, k, T, kv_dim);
+    tap(net, "attn.v", l, v, T, kv_dim);
+    // Qwen3 (QK-norm): RMSNorm over each head of q and of k before RoPE, so
+    // a head's scores q.k/sqrt(hd) are bounded by the norm weights instead of
+    // growing with the size of the projections.
+    if (c.arch->qk_norm) {
+        for (size_t i = 0; i < (size_t)T * c.n_heads; i++) rmsnorm(q + i * hd, q + i * hd, L.q_norm.data(), hd, c.eps);
+        for (size_t i = 0; i < (size_t)T * c.n_kv_heads; i++) rmsnorm(k + i * hd, k + i * hd, L.k_norm.data(), hd, c.eps);
+        tap(net, "attn.q_norm", l, q, T, q_dim);
+        tap(net, "attn.k_norm", l, k, T, kv_dim);
+    }
+    for (int t = 0; t < T; t++) {  // each token rotated by its own position
+        apply_rope(q + (size_t)t * q_dim, c.n_heads, hd, pos[t], c.rope_theta);
+        apply_rope(k + (size_t)t * kv_dim, c.n_kv_heads, hd, pos[t], c.rope_theta);
+    }
+    tap(net, "attn.q_rope", l, q, T, q_dim);
+    tap(net, "attn.k_rope", l, k, T, kv_dim);
+    attention(net, l, q, k, v, att);
+    tap(net, "attn.out", l, att, T, q_dim);
+    matmul(h, att, L.wo, nullptr, T);  // [T, hidden], reuses h
+    tap(net, "attn.o_proj", l, h, T, H);
+    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += h[i];
+
+    // --- MLP block (SwiGLU) ---
+    for (int t = 0; t < T; t++) rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
+    tap(net, "ffn_norm", l, h, T, H);
+    MatmulOut gate_up[2] = {{gate, &L.w_gate, nullptr}, {up, &L.w_up, nullptr}};
+    matmul_many(gate_up, 2, h, T);
+    tap(net, "mlp.gate", l, gate, T, I);
+    tap(net, "mlp.up", l, up, T, I);
+    swiglu(gate, up, T * I);
+    tap(net, "mlp.act", l, gate, T, I);
+    matmul(h, gate, L.w_down, nullptr, T);  // [T, hidden]
+    tap(net, "mlp.down", l, h, T, H);
+    for (size_t i = 0; i < (size_t)T * H; i++) x[i] += h[i];
+    tap(net, "resid", l, x, T, H);
+}
+
+// The step's table: sequence i's rows follow sequence i-1's, each row at
+// its position; the scratch grown to the step's rows. Returns all rows'
+// tokens in order, and in out_rows the rows whose logits are wanted.
+static std::vector<int> make_step(Net& net, const BatchSeq* seqs, int n_seqs, std::vector<int>& out_rows) {
+    const Config& c = net.model->cfg;
+    std::vector<int> tokens;
+    size_t scores_size = 0;
+    net.seqs.clear();
+    net.pos.clear();
+    for (int i = 0; i < n_seqs; i++) {
+        const BatchSeq& b = seqs[i];
+        SeqRows s;
+        s.row0 = (int)tokens.size(), s.T = b.T, s.pos = b.pos, s.kv = b.kv;
+        net.seqs.push_back(s);
+        for (int t = 0; t < b.T; t++) {
+            tokens.push_back(b.tokens[t]);
+            net.pos.push_back(b.pos + t);
+            if (b.all_logits || (b.logits && t == b.T - 1)) out_rows.push_back(s.row0 + t);
+        }
+        scores_size = std::max(scores_size, (size_t)c.n_heads * b.T * (b.pos + b.T - b.kv.first));
+    }
+    if (out_rows.empty()) out_rows.push_back((int)tokens.size() - 1);  // the logits buffer always holds a row
+    grow_rows(net, tokens.size());
     if (g_watch_tensors) grow(net.scores, scores_size);
-    return rows;
+    return tokens;
 }
 
 // x = embed[tokens]: row `token` of the embedding matrix, one per row.
-static void embed(Net& net, const int* tokens, int T, int pos) {
+static void embed(Net& net, const std::vector<int>& tokens) {
     const Model& m = *net.model;
-    for (int t = 0; t < T; t++) mat_row_to_f32(m.embed, tokens[t], &net.x[(size_t)t * m.cfg.hidden]);
-    WATCH_TENSOR("embed", -1, pos, net.x.data(), T, m.cfg.hidden);
+    for (size_t t = 0; t < tokens.size(); t++) mat_row_to_f32(m.embed, tokens[t], &net.x[t * m.cfg.hidden]);
+    WATCH_TENSOR("embed", -1, net.pos[0], net.x.data(), (int)tokens.size(), m.cfg.hidden);
 }
 
 // The final norm and the LM head, only for the rows whose logits are
 // wanted (during a prefill only the last token's prediction is sampled).
-static const float* lm_head(Net& net, const Rows& rows, const std::vector<int>& out_rows) {
+static const float* lm_head(Net& net, const std::vector<int>& out_rows) {
     const Model& m = *net.model;
-    int H = m.cfg.hidden, n_out = (int)out_rows.size(), first = rows.pos[out_rows[0]];
+    int H = m.cfg.hidden, n_out = (int)out_rows.size(), first = net.pos[out_rows[0]];
     for (int i = 0; i < n_out; i++)
         rmsnorm(&net.xn[(size_t)i * H], &net.x[(size_t)out_rows[i] * H], m.final_norm.data(), H, m.cfg.eps);
     WATCH_TENSOR("final_norm", -1, first, net.xn.data(), n_out, H);
     grow(net.logits, (size_t)n_out * m.cfg.vocab);
-    matmul(net.logits.data(), net.xn.data(), m.lm_head, nullptr, n_out, &net.kscratch);  // [n_out, vocab]
+    matmul(net.logits.data(), net.xn.data(), m.lm_head, nullptr, n_out);  // [n_out, vocab]
     WATCH_TENSOR("logits", -1, first, net.logits.data(), n_out, m.cfg.vocab);
     return net.logits.data();
 }
 
-const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits) {
+// The whole pass on the CPU: the embedding, every layer, the LM head.
+static const float* forward_cpu(Net& net, const BatchSeq* seqs, int n_seqs) {
     const Config& c = net.model->cfg;
-    if (T <= 0) fail("forward: no tokens");
-    if (net.n_past == net.first_pos) net.first_pos = net.n_past = pos;  // empty cache: the sequence starts here
-    if (pos < net.first_pos || pos > net.n_past)
-        fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
-    if (pos + T > net.kv.n_ctx)
-        fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
-    for (int t = 0; t < T; t++)
-        if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
-    if (g_device == Device::CUDA && (!net.ablate.heads.empty() || !net.ablate.mlps.empty()))
-        fail("--ablate: ablation runs on the CPU only (--device cpu)");
-    if (g_device == Device::CUDA && c.arch->qk_norm) fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
-    if (g_device == Device::CUDA) {  // same pass on the GPU; the probes time the call as a whole
-        PROBE_FORWARD_BEGIN(tokens, T, pos);
-        const float* logits = forward_cuda(net, tokens, T, pos, all_logits);
-        PROBE_FORWARD_END();
-        return logits;
+    std::vector<int> out_rows, tokens = make_step(net, seqs, n_seqs, out_rows);
+    int T = (int)tokens.size();
+    embed(net, tokens);
+    for (int l = 0; l < c.n_layers; l++) {
+        PROBE_LAYER_BEGIN(l, net.x.data(), T, c.hidden);  // -v: each layer's time and residual rms
+        decoder_layer(net, l, T, net.pos.data());
+        PROBE_LAYER_END(l, net.x.data(), T, c.hidden);
     }
-    SeqRows one;  // one sequence, in the Net's own cache
-    one.T = T;
-    one.pos = pos;
-    one.kv = net_kv_view(net);
-    Rows rows = make_rows(net, {one});
-    std::vector<int> out_rows;
-    for (int t = all_logits ? 0 : T - 1; t < T; t++) out_rows.push_back(t);
-
-    PROBE_FORWARD_BEGIN(tokens, T, pos);  // -v timing, --report, --trace-json
-    embed(net, tokens, T, pos);
-    for (int l = 0; l < c.n_layers; l++) decoder_layer(net, l, rows);
-    const float* logits = lm_head(net, rows, out_rows);
-    PROBE_FORWARD_END();
-    net.n_past = pos + T;
-    return logits;
+    return lm_head(net, out_rows);
 }
 
 const float* forward_batch(Net& net, const BatchSeq* seqs, int n_seqs) {
     const Config& c = net.model->cfg;
-    if (g_device == Device::CUDA) fail("forward_batch: several sequences at once run on the CPU only");
     if (n_seqs <= 0) fail("forward_batch: no sequences");
-    std::vector<int> tokens, out_rows;  // all rows in order; the rows whose logits are wanted
-    std::vector<SeqRows> runs;
+    int n_tokens = 0;
     for (int i = 0; i < n_seqs; i++) {
         const BatchSeq& s = seqs[i];
         if (s.T <= 0 || !s.kv.blocks) fail("forward_batch: sequence %d has no tokens or no cache", i);
         if (s.pos < s.kv.first || s.pos + s.T > s.kv.n_pos)
             fail("forward_batch: sequence %d's positions %d..%d do not fit its cache", i, s.pos, s.pos + s.T - 1);
         if (s.pos + s.T > c.max_pos) fail("context full: %d + %d tokens exceed max_position_embeddings (%d)", s.pos, s.T, c.max_pos);
-        for (int t = 0; t < s.T; t++) {
+        for (int t = 0; t < s.T; t++)
             if (s.tokens[t] < 0 || s.tokens[t] >= c.vocab)
                 fail("token id %d is outside the vocabulary [0, %d)", s.tokens[t], c.vocab);
-            tokens.push_back(s.tokens[t]);
-        }
-        if (s.logits) out_rows.push_back((int)tokens.size() - 1);
-        SeqRows r;
-        r.T = s.T;
-        r.pos = s.pos;
-        r.kv = s.kv;
-        runs.push_back(r);
+        n_tokens += s.T;
     }
-    if (out_rows.empty()) out_rows.push_back((int)tokens.size() - 1);  // the logits buffer always holds a row
-    Rows rows = make_rows(net, runs);
-
-    PROBE_FORWARD_BEGIN(tokens.data(), rows.T, seqs[0].pos);  // -v timing, --report, --trace-json
-    embed(net, tokens.data(), rows.T, seqs[0].pos);
-    for (int l = 0; l < c.n_layers; l++) decoder_layer(net, l, rows);
-    const float* logits = lm_head(net, rows, out_rows);
+    PROBE_FORWARD_BEGIN(seqs[0].tokens, n_tokens, seqs[0].pos);  // -v timing, --report, --trace-json
+    const float* logits = net.backend->forward(net, seqs, n_seqs);
     PROBE_FORWARD_END();
+    return logits;
+}
+
+const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logits) {
+    if (T <= 0) fail("forward: no tokens");
+    if (net.n_past == net.first_pos) net.first_pos = net.n_past = pos;  // empty cache: the sequence starts here
+    if (pos < net.first_pos || pos > net.n_past)
+        fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
+    if (pos + T > net.kv.n_ctx)
+        fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
+    BatchSeq one;  // one sequence, in the Net's own cache
+    one.tokens = tokens, one.T = T, one.pos = pos;
+    one.kv = kv_view(net.kv, net.first_pos);
+    one.logits = true, one.all_logits = all_logits;
+    const float* logits = forward_batch(net, &one, 1);
+    net.n_past = pos + T;
     return logits;
 }

@@ -10,15 +10,11 @@
 #include <vector>
 #include "common.h"
 
-// Weights per block (1 for the float types) and bytes per block, from the
-// block formats' table (defined in quants.cpp, drawn there).
+// From the table of weight types (WeightFormat, below): weights per block (1 for the float types), bytes per
+// block, bytes of one row of n weights (n a multiple of the block size).
 int dtype_block_size(DType t);
 int dtype_block_bytes(DType t);
-// Bytes of one row of n weights (n a multiple of the block size).
 size_t dtype_row_bytes(DType t, int n);
-// The 4-, 5- and 6-bit formats (Q4_0 ... Q6_K): every block format but Q8_0,
-// which the float drivers also multiply (kernels.cpp:matmul says who runs what).
-bool dtype_is_low_bit(DType t);
 
 // A vector whose data starts on a cache line (64 bytes), for the buffers
 // the kernels read most: the activations. An AVX-512 load takes 64 bytes;
@@ -58,6 +54,30 @@ struct Mat {
     // blocks of each 16 rows interleaved for the integer tiles (quants.h:pack_mat).
     int packed = 0;
 };
+
+// What a weight type is: its blocks, and how its rows become floats. One
+// row per type in one table (kernels.cpp): the float types (f32, f16, bf16)
+// are the core's own; the block formats (Q8_0 ... Q6_K, chapter 16) add
+// theirs from gguf/quants.cpp, the one place that registers them (README.md:
+// the map says why), so nothing here needs that folder's header.
+struct WeightFormat {
+    DType type;
+    const char* name;  // "bf16", "q4_k": --quant and the messages
+    int block, bytes;  // weights and bytes per block (a float type: 1 and its size)
+    void (*row_to_f32)(const Mat& W, int r, float* out);  // row r of W as floats
+    // The reference product out[t, r] = W[r, :] . x[t, :] (+ bias[r]), summed in double.
+    void (*matmul_plain)(float* out, const float* x, const Mat& W, const float* bias, int T);
+};
+const int N_DTYPES = (int)DType::Q6_K + 1;
+void register_weight_format(const WeightFormat& f);
+// The row of type t; fails with a one-line error for a type no linked file registered.
+const WeightFormat& weight_format(DType t);
+bool weight_format_known(DType t);
+// The 4-, 5- and 6-bit formats (Q4_0 ... Q6_K): every block format but Q8_0,
+// which the float drivers also multiply (cpu/kernel_sets.cpp says who runs what).
+bool dtype_is_low_bit(DType t);
+// Row r of W as f32, whatever its type (the embedding lookup, the lens).
+void mat_row_to_f32(const Mat& W, int r, float* out);
 
 // One output of a matrix product: out[t, r] = W[r, :] . x[t, :] (+ bias[r]).
 // Several of them that multiply the same x go to one call

@@ -20,7 +20,7 @@
 #include <map>
 #include <string>
 #include <vector>
-#include "lens.h"
+#include "lens/lens.h"
 #include "logging.h"
 #include "model.h"
 #include "sampler.h"

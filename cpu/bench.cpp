@@ -319,7 +319,7 @@ int cmd_bench(int argc, char** argv) {
         bool keep = quants[ti] == "file";
         const char* label = keep ? "file" : dtype_name(dt);
         kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
-        const SimdKernels* packed = packing_kernels();
+        const SimdKernels* packed = g_kernels.simd;
         if (!use_weights(m, w, dt, keep, packed)) {
             printf("%-5s (skipped: columns not a multiple of the block)\n", label);
             continue;
@@ -338,11 +338,11 @@ int cmd_bench(int argc, char** argv) {
         // sets that decode alike would differ by whichever minute each got.
         for (size_t s0 = 0; s0 < sets.size();) {
             kernels_init(sets[s0], threads);
-            if (!same_packing(packing_kernels(), packed)) use_weights(m, w, dt, keep, packed = packing_kernels());
+            if (!same_packing(g_kernels.simd, packed)) use_weights(m, w, dt, keep, packed = g_kernels.simd);
             size_t s1 = s0 + 1;  // sets s0 .. s1-1 share this layout
             for (; s1 < sets.size(); s1++) {
                 kernels_init(sets[s1], threads);
-                if (!same_packing(packing_kernels(), packed)) break;
+                if (!same_packing(g_kernels.simd, packed)) break;
             }
             struct Row {
                 KernelSet set;

@@ -3,7 +3,7 @@
 // shares: the summation order, the threads, the tiles, the Q8_0
 // activations, and the scalar twin. The SIMD micro-kernels live in
 // kernels_avx2.cpp and kernels_avx512.cpp (book/11-performance.md);
-// attention's fast twin, which uses them too, in kernels_attention.cpp.
+// attention's fast twin, which uses them too, in attention_fast.cpp.
 //
 // Four ideas:
 //   1. Threads: each tile of output rows is run by one thread (decode: each
@@ -46,9 +46,9 @@
 //
 // Run-time dispatch: the AVX2 and AVX-512 files are compiled on every x86-64
 // machine (their functions carry the target instruction sets), and
-// kernels.cpp:kernels_init picks the best set the CPU reports (cpuid). On
+// cpu/kernel_sets.cpp:kernels_init picks the best set the CPU reports (cpuid). On
 // other CPUs --kernels fast runs the scalar twin and gives the same answers.
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -492,7 +492,7 @@ void matmul_fast(const MatmulOut* outs, int n, const float* x, int T, const Simd
     for (int m = 0; m < n; m++) {
         const Mat& W = *outs[m].W;
         bool q8 = W.dtype == DType::Q8_0;
-        if (q8 && !k.tile_q8) fail("matmul_fast: the %s set has no Q8_0 tile (kernels.cpp:matmul sends Q8_0 to quants_fast.cpp)", k.name);
+        if (q8 && !k.tile_q8) fail("matmul_fast: the %s set has no Q8_0 tile (cpu/kernel_sets.cpp:goes_to_quants sends Q8_0 to quants_fast.cpp)", k.name);
         if (q8 && !xq) xq = quantize_activations(x, T, W.cols, s.xq);
         if (W.dtype == DType::BF16 && k.tile_bf16 && !xb) xb = round_activations(x, T, W.cols, k, s.xb);
         int tile_rows = q8 ? k.q8_tile_rows : k.tile_rows;

@@ -32,7 +32,7 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 
 // quantize_row_q8_0 (quants.cpp) with the same bits, written so that

@@ -14,8 +14,8 @@
 // packed_tile for a packed matrix's tiles.
 #include <cstring>
 #include <vector>
-#include "kernels.h"
-#include "gguf/quants.h"
+#include "cpu/kernel_sets.h"
+#include "model.h"
 
 // The layout for the tiles (quants.h:pack_mat). Each format's unit (a block
 // of 32 weights, or a super-block of 256) is code words — 4-byte words that
@@ -196,4 +196,35 @@ BlockSums activation_sums(DType t, const uint8_t* xq, int T, int cols, KernelScr
             }
         }
     return {start ? start->data() : nullptr, start ? nullptr : xsf.data()};
+}
+
+// The fast kernels' layout: every block-format matrix whose rows come in
+// groups of 16 and whose type the packed tile of this instruction set
+// reads (packed_tile_reads above: AVX-512 all, AVX2 all but Q8_0) is
+// laid out for it (quants.h:pack_mat: the same bytes in other places; one
+// 64-byte line per vpdpbusd for 16 rows). A copy that --quant made is
+// rearranged where it lies; a matrix read from the file is copied (into
+// huge pages, as above) and its file pages are released, so the resident
+// set stays at the weights once. Tied embeddings stay one matrix: the
+// embedding lookup reads a packed row through quants.cpp:mat_row_to_f32.
+// --kernels plain reads the file's layout, and this is not called for it
+// (generate.cpp:engine_load).
+void pack_model(Model& m, const SimdKernels& k) {
+    bool tied = m.lm_head.data == m.embed.data;
+    for (Mat* w : weight_matrices(m)) {
+        if (!can_pack(*w) || !packed_tile_reads(w->dtype, &k)) continue;
+        std::vector<uint8_t>* own = nullptr;  // --quant's copy: packed in place
+        for (std::vector<uint8_t>& v : m.owned)
+            if (v.data() == w->data) own = &v;
+        if (own) {
+            pack_mat(*w, *own);
+            continue;
+        }
+        m.owned.emplace_back();
+        prefer_huge_pages(m.owned.back(), w->bytes());
+        Mat src = *w;
+        pack_mat(*w, m.owned.back());
+        release_file_pages(m, src.data, src.bytes());
+    }
+    if (tied) m.lm_head = m.embed;
 }

@@ -8,7 +8,6 @@
 // before it measures the model.
 #include "cpu/roofline.h"
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,9 +19,6 @@
 #include <immintrin.h>
 #endif
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());

@@ -4,11 +4,11 @@
 #include <cstddef>
 #include <string>
 #include <vector>
+#include "common.h"
 
-// Seconds on a steady clock, and the median of a set of runs (the mean of
-// the middle two for an even count): what every measurement here and in
-// bench.cpp times and reports with.
-double now_s();
+// The median of a set of runs (the mean of the middle two for an even
+// count): what every measurement here and in bench.cpp reports, each timed
+// with common.h:now_s.
 double median(std::vector<double> v);
 // "note ..." on stdout when the load average says other programs are running.
 void warn_if_busy();

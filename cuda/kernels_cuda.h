@@ -13,12 +13,12 @@
 //   net_cuda.cpp      the forward pass on the GPU (the twin of net.cpp's
 //                     forward()), device selection, CUDA Graphs, the bench
 //   net_cuda.h        what the engine sees of it, in every build (and
-//                     net.h: forward_cuda, beside forward())
+//                     net.h: the Backend it gives a Net)
 //
 // Everything below exists only when LANTERN_CUDA is defined; a CPU-only
 // build includes nothing from here.
 #pragma once
-#include "kernels.h"
+#include "cpu/kernel_sets.h"  // g_kernels: the plain set runs the GPU's reference kernels too
 
 #ifdef LANTERN_CUDA
 #include <cuda_runtime.h>  // with g++ too; its templates let cudaMalloc take float** etc.

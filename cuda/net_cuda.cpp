@@ -19,19 +19,33 @@
 // the arithmetic (the twin of kernels.cpp), this is the orchestration (the
 // twin of net.cpp) — the order of operations, buffers, the decode graph.
 #include "cuda/net_cuda.h"
-#include <chrono>
 #include "cuda/kernels_cuda.h"
 #include "logging.h"
 #include "net.h"
 
 bool g_cuda_graphs = true;
 
-void device_use(Device d) {
-    if (d == Device::CUDA) {
-        std::string why;
-        if (!cuda_available(&why)) fail("--device cuda: %s", why.c_str());
-    }
-    g_device = d;
+// What the GPU pass does not do, in one place: every refusal of --device
+// cuda is said here. n_seqs: the most sequences one call brings.
+static void refuse(const Net* net, int n_seqs) {
+    std::string why;
+    if (!cuda_available(&why)) fail("--device cuda: %s", why.c_str());
+    if (n_seqs > 1) fail("--device cuda runs one sequence at a time; the batching server and forward_batch run on the CPU");
+    if (net && !net->ablate.empty()) fail("--ablate: ablation runs on the CPU only (--device cpu)");
+    if (net && net->model && net->model->cfg.arch->qk_norm)
+        fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
+}
+
+static std::shared_ptr<Backend> cuda_backend();
+
+void device_use(Net& net, Device d) {
+    if (d != Device::CUDA) return;  // the CPU's pass is the Net's already
+    refuse(&net, 1);
+    net.backend = cuda_backend();
+}
+
+void device_use_batched(Device d) {
+    if (d == Device::CUDA) refuse(nullptr, 2);
 }
 
 #ifndef LANTERN_CUDA
@@ -43,7 +57,7 @@ bool cuda_available(std::string* why) {
     if (why) *why = NO_CUDA;
     return false;
 }
-const float* forward_cuda(Net&, const int*, int, int, bool) { fail("--device cuda: %s", NO_CUDA); }
+static std::shared_ptr<Backend> cuda_backend() { fail("--device cuda: %s", NO_CUDA); }
 CudaBenchResult cuda_bench(const Model&, int, int) { fail("--device cuda: %s", NO_CUDA); }
 
 #else
@@ -286,21 +300,35 @@ static void capture_decode_graph(CudaNet& g) {
     LOGD(CAT_FORWARD, "CUDA: decode step captured as a graph");
 }
 
-const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_logits) {
-    // forward() has already checked tokens, T, pos and set net.first_pos.
+// The GPU's backend: its weights, cache and scratch, made on the first
+// call (and again for another model or cache size).
+struct CudaBackend : Backend {
+    std::shared_ptr<CudaNet> gpu;
+    const float* forward(Net& net, const BatchSeq* seqs, int n_seqs) override;
+};
+
+static std::shared_ptr<Backend> cuda_backend() { return std::make_shared<CudaBackend>(); }
+
+// The one sequence of forward(), in the GPU's copy of the Net's own cache;
+// forward_batch has already checked its tokens and positions.
+const float* CudaBackend::forward(Net& net, const BatchSeq* seqs, int n_seqs) {
+    refuse(&net, n_seqs);
+    const int* tokens = seqs[0].tokens;
+    int T = seqs[0].T, pos = seqs[0].pos, first_pos = seqs[0].kv.first;
+    bool all_logits = seqs[0].all_logits;
+    if (seqs[0].kv.k != net.kv.k.data()) fail("--device cuda: a sequence runs in the Net's own cache only");
     const Config& c = net.model->cfg;
-    if (!net.cuda || net.cuda->model != net.model || net.cuda->n_ctx != net.kv.n_ctx)
-        net.cuda = cuda_net_create(*net.model, net.kv.n_ctx);
-    CudaNet& g = *net.cuda;
+    if (!gpu || gpu->model != net.model || gpu->n_ctx != net.kv.n_ctx) gpu = cuda_net_create(*net.model, net.kv.n_ctx);
+    CudaNet& g = *gpu;
 
     // ld: the scores row length. A decode step uses the whole context, so
     // the graph's shapes never change; a batch uses what it needs.
-    int ld = T == 1 ? g.n_ctx : pos + T - net.first_pos;
+    int ld = T == 1 ? g.n_ctx : pos + T - first_pos;
     int first_row = all_logits ? 0 : T - 1, n_out = T - first_row;
     reserve(g, T, (size_t)c.n_heads * T * ld, n_out);
     std::memcpy(g.h_tokens, tokens, T * sizeof(int));
     g.h_step[0] = pos;
-    g.h_step[1] = net.first_pos;
+    g.h_step[1] = first_pos;
 
     if (T == 1 && g_cuda_graphs && g_kernels.set != KernelSet::Plain) {
         if (!g.graph) capture_decode_graph(g);
@@ -314,7 +342,6 @@ const float* forward_cuda(Net& net, const int* tokens, int T, int pos, bool all_
                                    cudaMemcpyDeviceToHost, g.stream));
     CUDA_CHECK(cudaStreamSynchronize(g.stream));  // also where a kernel's runtime error would surface
     if (T == 1) std::memcpy(net.logits.data(), g.h_logits, (size_t)c.vocab * sizeof(float));
-    net.n_past = pos + T;
     return net.logits.data();
 }
 
@@ -344,10 +371,6 @@ double cuda_copy_bandwidth(size_t bytes) {
     return 2.0 * bytes * reps / (ms / 1e3) / 1e9;  // each copy reads and writes `bytes`
 }
 
-static double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Prefill prompt_len tokens as one batch, then n_decode single steps. A
 // first round warms up (uploads the weights, sizes the buffers, captures
 // the graph) and is not timed. Every forward call waits for its logits, so
@@ -368,28 +391,21 @@ CudaBenchResult cuda_bench(const Model& m, int prompt_len, int n_decode) {
     r.device = name;
     r.copy_gbs = cuda_copy_bandwidth((size_t)512 << 20);
 
-    Device saved = g_device;
-    g_device = Device::CUDA;
     std::vector<int> ids(prompt_len + n_decode);
     for (size_t i = 0; i < ids.size(); i++) ids[i] = (int)((i * 7919 + 13) % c.vocab);
     Net net;
     net_init(net, m, prompt_len + n_decode);
-    try {
-        forward(net, ids.data(), prompt_len, 0, false);  // warm-up
-        for (int i = 0; i < 3 && i < n_decode; i++) forward(net, &ids[prompt_len + i], 1, prompt_len + i, false);
-        net_reset(net);
+    device_use(net, Device::CUDA);
+    forward(net, ids.data(), prompt_len, 0, false);  // warm-up
+    for (int i = 0; i < 3 && i < n_decode; i++) forward(net, &ids[prompt_len + i], 1, prompt_len + i, false);
+    net_reset(net);
 
-        auto t0 = std::chrono::steady_clock::now();
-        forward(net, ids.data(), prompt_len, 0, false);
-        r.prefill_tok_s = prompt_len / seconds_since(t0);
-        t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < n_decode; i++) forward(net, &ids[prompt_len + i], 1, prompt_len + i, false);
-        r.decode_tok_s = n_decode / seconds_since(t0);
-    } catch (...) {
-        g_device = saved;
-        throw;
-    }
-    g_device = saved;
+    double t0 = now_s();
+    forward(net, ids.data(), prompt_len, 0, false);
+    r.prefill_tok_s = prompt_len / (now_s() - t0);
+    t0 = now_s();
+    for (int i = 0; i < n_decode; i++) forward(net, &ids[prompt_len + i], 1, prompt_len + i, false);
+    r.decode_tok_s = n_decode / (now_s() - t0);
 
     // Bytes a decode step has to read at least: every weight matrix once
     // (the embedding table only for one row, unless it doubles as the LM

@@ -1,10 +1,9 @@
 // net_cuda.h — the GPU backend (net_cuda.cpp) as seen from plain C++: the
-// choice of device and the GPU bench. The GPU forward pass itself,
-// forward_cuda, is declared in net.h beside forward(), which calls it.
+// choice of device and the GPU bench. The GPU forward pass itself is a
+// Backend (net.h) that device_use gives a Net; forward() runs it.
 //
 // This header exists in every build: in a CPU-only build device_use(CUDA)
-// says "this build has no CUDA (make cuda)" and forward_cuda is never
-// reached, so the engine needs no #ifdef. The kernels the GPU pass launches
+// says "this build has no CUDA (make cuda)", so the engine needs no #ifdef. The kernels the GPU pass launches
 // are kernels_cuda.h's (CUDA builds only).
 #pragma once
 #include <cstddef>
@@ -12,11 +11,17 @@
 #include "device.h"
 
 struct Model;
+struct Net;
 
-// Makes `d` the device forward() runs on (g_device). Throws LanternError
-// with a clear message when the build has no CUDA or no CUDA device can be
-// found. engine_load calls it with EngineOptions::device.
-void device_use(Device d);
+// Makes `d` the device net's forward passes run on: the GPU's backend for
+// CUDA (the CPU's pass is every Net's from net_init). Throws LanternError
+// with a clear message when the build has no CUDA, no CUDA device can be
+// found, or the Net asks for what the GPU pass does not do (net_cuda.cpp:
+// refuse, the one list). engine_load calls it once, after net_init.
+void device_use(Net& net, Device d);
+// The same for a server, whose steps batch several sequences: on CUDA it
+// says why not (after saying so first where the build or machine has none).
+void device_use_batched(Device d);
 // Whether a GPU can be used now; when not, *why says why ("CPU-only build",
 // "no CUDA device found (...)"). Tests use it to skip.
 bool cuda_available(std::string* why);

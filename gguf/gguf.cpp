@@ -239,18 +239,6 @@ const GGUFValue* gguf_find(const GGUFFile& f, const std::string& key) {
     return nullptr;
 }
 
-bool is_gguf_path(const std::string& path) {
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return true;
-    char magic[4] = {};
-    FILE* fp = fopen(path.c_str(), "rb");
-    if (!fp) return false;
-    size_t n = fread(magic, 1, 4, fp);
-    fclose(fp);
-    return n == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 void* gguf_map_file(const std::string& path, size_t& size) {
     int fd = open(path.c_str(), O_RDONLY);
     if (fd < 0) fail("%s: cannot open (%s)", path.c_str(), strerror(errno));

@@ -58,8 +58,6 @@ const char* ggml_type_name(uint32_t t);
 bool ggml_type_to_dtype(uint32_t t, DType& out);
 uint32_t dtype_to_ggml_type(DType t);
 
-// True when `path` is a file that starts with the GGUF magic or ends in .gguf.
-bool is_gguf_path(const std::string& path);
 // The whole file mapped read-only (the caller munmaps it); throws naming the file.
 void* gguf_map_file(const std::string& path, size_t& size);
 // A file mapped and parsed, unmapped when this goes out of scope.

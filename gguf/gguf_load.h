@@ -65,8 +65,11 @@ struct TypeChange {
 // is the flag that asked ("--quant", "--type").
 void check_requantize(const std::string& file, const std::vector<TypeChange>& changes, const char* flag,
                       const std::string& to_name, bool force);
-// The changes --quant TO makes to the model's matrices (model.cpp:quantize_model:
+// The changes --quant TO makes to the model's matrices (quantize_model below:
 // a k-quant's fallback for rows of 32, a row no block divides keeps its
 // type), checked as above; also says when nothing is left to do. Returns
 // `to` (generate.cpp:engine_load passes it on to quantize_model).
 DType check_quantize_model(const Model& m, DType to, bool force);
+// Quantize every matrix to `to` (--quant q8_0, q4_0, ..., q6_k; quants.h),
+// releasing the file pages of each converted matrix.
+void quantize_model(Model& m, DType to = DType::Q8_0);

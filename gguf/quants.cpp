@@ -37,29 +37,27 @@
 #include <algorithm>
 #include <cmath>
 
-struct FormatInfo {
-    DType type;
-    const char* name;
-    int block;  // weights per block
-    int bytes;  // bytes per block
+// The block formats' rows of the weight-type table (tensor.h:WeightFormat).
+// They join it when this file is linked, before main() runs: the one place
+// a folder adds to the core's table, so that the core reads a Q4_K matrix
+// without including this folder's header (README.md, the map).
+static void block_row(const Mat& W, int r, float* out);
+static const WeightFormat BLOCK_FORMATS[] = {
+    {DType::Q8_0, "q8_0", 32, 34, block_row, matmul_quant_plain},
+    {DType::Q4_0, "q4_0", 32, 18, block_row, matmul_quant_plain},
+    {DType::Q4_1, "q4_1", 32, 20, block_row, matmul_quant_plain},
+    {DType::Q5_0, "q5_0", 32, 22, block_row, matmul_quant_plain},
+    {DType::Q5_1, "q5_1", 32, 24, block_row, matmul_quant_plain},
+    {DType::Q4_K, "q4_k", 256, 144, block_row, matmul_quant_plain},
+    {DType::Q5_K, "q5_k", 256, 176, block_row, matmul_quant_plain},
+    {DType::Q6_K, "q6_k", 256, 210, block_row, matmul_quant_plain},
 };
-static const FormatInfo FORMATS[] = {
-    {DType::F32, "f32", 1, 4},       {DType::F16, "f16", 1, 2},       {DType::BF16, "bf16", 1, 2},
-    {DType::Q8_0, "q8_0", 32, 34},   {DType::Q4_0, "q4_0", 32, 18},   {DType::Q4_1, "q4_1", 32, 20},
-    {DType::Q5_0, "q5_0", 32, 22},   {DType::Q5_1, "q5_1", 32, 24},   {DType::Q4_K, "q4_k", 256, 144},
-    {DType::Q5_K, "q5_k", 256, 176}, {DType::Q6_K, "q6_k", 256, 210},
-};
+static const bool g_registered = [] {
+    for (const WeightFormat& f : BLOCK_FORMATS) register_weight_format(f);
+    return true;
+}();
 
-static const FormatInfo& format(DType t) {
-    for (const FormatInfo& f : FORMATS)
-        if (f.type == t) return f;
-    fail("unknown weight type %d", (int)t);
-}
-
-int dtype_block_size(DType t) { return format(t).block; }
-int dtype_block_bytes(DType t) { return format(t).bytes; }
-size_t dtype_row_bytes(DType t, int n) { return (size_t)n / format(t).block * format(t).bytes; }
-bool dtype_is_low_bit(DType t) { return format(t).block > 1 && t != DType::Q8_0; }
+static const WeightFormat& format(DType t) { return weight_format(t); }
 
 DType block_fallback(DType t, int cols) {
     if (cols % format(t).block == 0) return t;
@@ -72,8 +70,8 @@ DType block_fallback(DType t, int cols) {
 const char* weight_type_list() { return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"; }
 
 DType parse_weight_type(const char* flag, const std::string& name) {
-    for (const FormatInfo& f : FORMATS)
-        if (name == f.name) return f.type;
+    for (int t = 0; t < N_DTYPES; t++)
+        if (weight_format_known((DType)t) && name == weight_format((DType)t).name) return (DType)t;
     fail("%s: \"%s\" is not one of %s", flag, name.c_str(), weight_type_list());
 }
 
@@ -285,7 +283,7 @@ static void dequantize_block_q6_k(const uint8_t* in, float* y) {
 // Rows.
 
 void quantize_row(DType t, const float* x, int n, uint8_t* out) {
-    const FormatInfo& f = format(t);
+    const WeightFormat& f = format(t);
     if (n % f.block) fail("quantize_row: a row of %d is not a multiple of %s's block of %d", n, f.name, f.block);
     for (int b = 0; b < n / f.block; b++) {
         const float* xb = x + (size_t)b * f.block;
@@ -307,7 +305,7 @@ void quantize_row(DType t, const float* x, int n, uint8_t* out) {
 }
 
 void dequantize_row(DType t, const void* in, int n, float* out) {
-    const FormatInfo& f = format(t);
+    const WeightFormat& f = format(t);
     const uint8_t* p = (const uint8_t*)in;
     if (f.block == 1) {  // the float types
         for (int i = 0; i < n; i++)
@@ -337,7 +335,7 @@ void dequantize_row(DType t, const void* in, int n, float* out) {
     }
 }
 
-void mat_row_to_f32(const Mat& W, int r, float* out) {
+static void block_row(const Mat& W, int r, float* out) {
     std::vector<uint8_t> tmp;  // for a packed row: unpacked into it (quants.h:file_row)
     dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, out);
 }

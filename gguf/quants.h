@@ -13,7 +13,7 @@
 #include "tensor.h"
 
 // (The block sizes and bytes of every type, dtype_block_size ...
-// dtype_is_low_bit, are declared in tensor.h and defined in quants.cpp.)
+// dtype_is_low_bit, are tensor.h's table; quants.cpp adds these formats' rows.)
 // llama-quantize's fallback for a row the block does not divide:
 // Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (blocks of 32 instead of 256).
 // The result may still not divide the row; the caller decides what then.
@@ -33,9 +33,6 @@ void dequantize_block_q4_0(const uint8_t* in, float* y);
 void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
-// Row r of W widened to f32, whatever its type and layout (the embedding
-// lookup, tests).
-void mat_row_to_f32(const Mat& W, int r, float* out);
 
 // Q8_0: every 32 consecutive values share one scale d = max|x|/127 and are
 // stored as round(x/d) in int8: GGUF's block_q8_0, the f16 scale (2 bytes)

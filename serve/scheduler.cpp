@@ -15,13 +15,9 @@
 // among others (tests/test_batching.cpp, tests/check_batching.sh).
 #include "serve/scheduler.h"
 #include <algorithm>
-#include <chrono>
 #include "logging.h"
 #include "trace_report.h"
 
-static double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void scheduler_init(Scheduler& s, Net& net, const Tokenizer& tok, int n_slots, int batch_tokens, int queue_limit,
                     int n_ctx, int kv_tokens, DType kv_type) {
@@ -241,7 +237,7 @@ bool scheduler_step(Scheduler& s) {
     StepRecord rec;
     rec.t0_us = trace_now_us();
     const float* logits = nullptr;
-    KernelScratch& ks = s.net->kscratch;
+    KernelScratch& ks = kernel_scratch();  // this thread's: the one forward_batch runs the kernels with
     ks.timed = recording;
     ks.matmul_s = ks.attention_s = 0;
     try {

@@ -326,10 +326,7 @@ int cmd_serve(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a closed socket is a failed write, not the end of the process
 
-    if (o.engine.device == Device::CUDA) {
-        device_use(Device::CUDA);  // a build or machine without CUDA says so first
-        fail("serve: --device cuda runs one sequence at a time; the batching server runs on the CPU");
-    }
+    device_use_batched(o.engine.device);
     // --report and --trace-json record the whole run, every scheduler step
     // (scheduler.cpp), and are written when the server stops. A file that
     // cannot be written is found now, not after hours of serving.

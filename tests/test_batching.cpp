@@ -9,6 +9,7 @@
 #include <memory>
 #include <unistd.h>
 
+#include "cpu/kernel_sets.h"
 #include "generate.h"
 #include "serve/kv_pages.h"
 

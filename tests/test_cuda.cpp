@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/kernel_sets.h"
 #include "cuda/kernels_cuda.h"
 #include "net.h"
 #include "cuda/net_cuda.h"
@@ -35,15 +36,17 @@ TEST_CASE("cuda: --device names are checked") {
     CHECK(error_of([] { parse_device("gpu"); }).find("\"gpu\" is not cpu or cuda") != std::string::npos);
     CHECK(parse_device("cpu") == Device::CPU);
     CHECK(parse_device("cuda") == Device::CUDA);  // recorded; whether it can be used is device_use's question
-    CHECK(error_of([] { device_use(Device::CPU); }) == "");
-    CHECK(g_device == Device::CPU);
+    Net net;  // the CPU's pass stays the Net's
+    CHECK(error_of([&] { device_use(net, Device::CPU); }) == "");
+    CHECK(!net.backend);
 }
 
 #ifndef LANTERN_CUDA
 TEST_CASE("cuda: skipped in a CPU-only build") {
     MESSAGE("skipped: CPU-only build (make cuda builds the GPU backend)");
-    CHECK(error_of([] { device_use(Device::CUDA); }) == "--device cuda: this build has no CUDA (make cuda)");
-    CHECK(g_device == Device::CPU);
+    Net net;
+    CHECK(error_of([&] { device_use(net, Device::CUDA); }) == "--device cuda: this build has no CUDA (make cuda)");
+    CHECK(!net.backend);
 }
 #else
 
@@ -61,9 +64,10 @@ TEST_CASE("cuda: without a device, --device cuda says so") {
         MESSAGE("a CUDA device is present; the no-device message is not exercised");
         return;
     }
-    std::string e = error_of([] { device_use(Device::CUDA); });
+    Net net;
+    std::string e = error_of([&] { device_use(net, Device::CUDA); });
     CHECK(e.find("--device cuda: no CUDA device found") == 0);
-    CHECK(g_device == Device::CPU);
+    CHECK(!net.backend);
 }
 
 // ---------------------------------------------------------------------------
@@ -317,12 +321,19 @@ TEST_CASE("cuda: embedding, KV store, SwiGLU and residual add equal the CPU") {
 // ---------------------------------------------------------------------------
 // The whole forward pass
 
+// The device the Nets of a case run on (net_on gives each its backend).
+static Device g_on = Device::CPU;
+static void net_on(Net& net, const Model& m, int n_ctx) {
+    net_on(net, m, n_ctx);
+    device_use(net, g_on);
+}
+
 // Restores the device and kernel set when a case ends, however it ends.
 struct DeviceGuard {
-    Device device = g_device;
+    Device device = g_on;
     KernelSet set = g_kernels.set;
     bool graphs = g_cuda_graphs;
-    ~DeviceGuard() { g_device = device, g_kernels.set = set, g_cuda_graphs = graphs; }
+    ~DeviceGuard() { g_on = device, g_kernels.set = set, g_cuda_graphs = graphs; }
 };
 
 // A small model whose every size is awkward: hidden 96, 6 heads of 16 over
@@ -352,7 +363,7 @@ static std::vector<int> some_tokens(int n, int vocab) {
 // all rows concatenated, on the current device.
 static std::vector<float> run_logits(const Model& m, const std::vector<int>& prompt, int pos, int steps) {
     Net net;
-    net_init(net, m, 256);
+    net_on(net, m, 256);
     int V = m.cfg.vocab, T = (int)prompt.size();
     const float* l = forward(net, prompt.data(), T, pos, true);
     std::vector<float> all(l, l + (size_t)T * V);
@@ -378,14 +389,14 @@ TEST_CASE("cuda: logits at every position equal the CPU path (bf16 and f32, plai
         const Model& m = test_model(dtype);
         std::vector<int> prompt = some_tokens(21, m.cfg.vocab);
         for (int pos : {0, 5}) {  // 5: a sequence that starts mid-cache, as `fwd TOKEN POS` does
-            g_device = Device::CPU;
+            g_on = Device::CPU;
             g_kernels.set = KernelSet::Plain;
             std::vector<float> want = run_logits(m, prompt, pos, 6);
             double tol = 1e-4 * stddev(want);
             for (KernelSet set : {KernelSet::Plain, KernelSet::Fast}) {
                 for (bool graphs : {true, false}) {
                     if (set == KernelSet::Plain && !graphs) continue;  // plain never uses the graph
-                    g_device = Device::CUDA;
+                    g_on = Device::CUDA;
                     g_kernels.set = set;
                     g_cuda_graphs = graphs;
                     std::vector<float> got = run_logits(m, prompt, pos, 6);
@@ -402,7 +413,7 @@ TEST_CASE("cuda: the decode graph replays exactly what the kernels compute") {
     if (!have_gpu()) return;
     DeviceGuard guard;
     const Model& m = test_model("bf16");
-    g_device = Device::CUDA;
+    g_on = Device::CUDA;
     g_kernels.set = KernelSet::Fast;
     std::vector<int> prompt = some_tokens(9, m.cfg.vocab);
     g_cuda_graphs = true;
@@ -415,7 +426,7 @@ TEST_CASE("cuda: the decode graph replays exactly what the kernels compute") {
 // Greedy decoding: prompt, then n times the argmax (first index wins ties).
 static std::vector<int> greedy(const Model& m, const std::vector<int>& prompt, int n) {
     Net net;
-    net_init(net, m, 256);
+    net_on(net, m, 256);
     int V = m.cfg.vocab, pos = (int)prompt.size();
     const float* l = forward(net, prompt.data(), pos, 0, false);
     std::vector<int> out;
@@ -434,11 +445,11 @@ TEST_CASE("cuda: greedy decoding picks the same 64 tokens as the CPU") {
     DeviceGuard guard;
     const Model& m = test_model("bf16");
     std::vector<int> prompt = some_tokens(7, m.cfg.vocab);
-    g_device = Device::CPU;
+    g_on = Device::CPU;
     g_kernels.set = KernelSet::Fast;
     std::vector<int> cpu = greedy(m, prompt, 64);
     for (KernelSet set : {KernelSet::Plain, KernelSet::Fast}) {
-        g_device = Device::CUDA;
+        g_on = Device::CUDA;
         g_kernels.set = set;
         std::vector<int> gpu = greedy(m, prompt, 64);
         CHECK_MESSAGE(gpu == cpu, (set == KernelSet::Plain ? "plain" : "fast") << " kernels diverge from the CPU");
@@ -456,9 +467,9 @@ TEST_CASE("cuda: Q8_0 weights are refused with a clear message") {
     Model m;
     load_model(m, dir);
     quantize_model(m);
-    g_device = Device::CUDA;
+    g_on = Device::CUDA;
     Net net;
-    net_init(net, m, 16);
+    net_on(net, m, 16);
     int tok = 1;
     CHECK(error_of([&] { forward(net, &tok, 1, 0, false); }).find("drop --quant q8_0") != std::string::npos);
 }

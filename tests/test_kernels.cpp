@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 
 static const double U = 1.0 / (1 << 24);
@@ -334,8 +334,9 @@ TEST_CASE("KernelScratch: two threads run matmul_many and attention_heads at onc
                 matmul_many(&one, 1, x.data(), T, &s);
             }
             out[3].assign((size_t)T * 4 * 16, NAN);
-            attention_heads(out[3].data(), nullptr, q.data(), (const uint8_t*)K.m.data, (const uint8_t*)V.m.data,
-                            2 * 16 * 4, DType::F32, 4, 2, T, 9 - T + 1, 16, &s);
+            KVRows KR, VR;
+            KR.base = (const uint8_t*)K.m.data, VR.base = (const uint8_t*)V.m.data, KR.stride = VR.stride = 2 * 16 * 4;
+            attention_heads(out[3].data(), nullptr, q.data(), KR, VR, DType::F32, 4, 2, T, 9 - T + 1, 16, &s);
         }
     };
     for (KernelSet set : simd_sets()) {

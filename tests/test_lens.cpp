@@ -8,7 +8,7 @@
 #include <cstring>
 #include "cli.h"
 #include "gguf/quants.h"
-#include "lens.h"
+#include "lens/lens.h"
 #include "test_util.h"
 
 // A model folder converted to a GGUF file of `type` (./run convert), once per run.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
+#include "gguf/gguf_load.h"  // quantize_model
 #include "model.h"
 #include "net.h"
 #include "test_util.h"

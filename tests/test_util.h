@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "cpu/kernel_sets.h"  // the tests choose and compare kernel sets
 #include "model.h"
 
 // A whole file; one that cannot be read fails the test that asked.

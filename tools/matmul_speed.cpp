@@ -21,7 +21,7 @@
 // --reps passes, in ms, GB/s of weights and GFLOP/s:
 //   build/matmul_speed --model models/qwen2.5-0.5b --tokens 8 --reps 12
 #include "generate.h"
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include <algorithm>
 #include <chrono>

@@ -9,7 +9,7 @@
 // forgotten or without its weights, another depth's row, another
 // position's row, only the first row written.
 #include "../checker_common.h"
-#include "lens.h"
+#include "lens/lens.h"
 
 void lens_layer_reference(const Model& m, const LensCapture& cap, int depth, float* logits);
 void lens_layer_student(const Model& m, const LensCapture& cap, int depth, float* logits);

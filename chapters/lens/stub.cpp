@@ -7,7 +7,7 @@
 // the identity that defines the lens: at the last depth it is the model's
 // own logits.
 #include "kernels.h"
-#include "lens.h"
+#include "lens/lens.h"
 
 // TODO(student): for every captured position p = 0 .. cap.n_pos-1, read the
 // residual stream after `depth` layers (depth 0: the embedding, depth

@@ -11,7 +11,7 @@
 // Graviton 2) when the compiler targets it (__ARM_FEATURE_DOTPROD; -mcpu=native
 // on such a core), and three plain NEON instructions otherwise. Both give
 // the same exact integers, so the same bits.
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include <cmath>
 #include <cstring>

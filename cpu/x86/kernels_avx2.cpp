@@ -5,8 +5,8 @@
 //
 // The functions carry their instruction sets (the pragma below), so this
 // file compiles on any x86-64 compiler flags and runs only where
-// kernels.cpp:kernels_init found the CPU supports it.
-#include "kernels.h"
+// cpu/kernel_sets.cpp:kernels_init found the CPU supports it.
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include "cpu/x86/quants_x86.h"
 #include <algorithm>
@@ -403,7 +403,7 @@ static void axpy_avx2(float* y, const float* alpha, const uint8_t* x, size_t str
     else axpy_dt(DType::F32, y, alpha, x, stride, n_rows, n);
 }
 
-// Prefill attention's scores (kernels_attention.cpp:attention_heads_fast): 4
+// Prefill attention's scores (cpu/attention_fast.cpp:attention_heads_fast): 4
 // queries x 16 keys (2 registers) = 8 accumulators, four times across the
 // block of 64 keys; each score one chain of fmas over the dimension, as in
 // the other sets. (Its P V tile is axpy once per query, the same bits.)

@@ -13,8 +13,8 @@
 //
 // The functions carry their instruction sets (the pragma below), so this
 // file compiles on any x86-64 compiler flags and runs only where
-// kernels.cpp:kernels_init found the CPU supports it.
-#include "kernels.h"
+// cpu/kernel_sets.cpp:kernels_init found the CPU supports it.
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include "cpu/x86/quants_x86.h"
 #include <algorithm>
@@ -172,7 +172,7 @@ static void tile_chunk_avx512(DType dt, const uint8_t* const* w, const float* co
 // Q8_0: no tile here. Its VNNI tiles are quants_fast.cpp's, which take
 // every block format in the one order of quants.cpp:dot_quant_q8 (for Q8_0
 // the bits of this file's order) with 8-row decode tiles and prefetch;
-// kernels.cpp:matmul sends Q8_0 there when a set's tile_q8 is empty.
+// cpu/kernel_sets.cpp:goes_to_quants sends Q8_0 there when a set's tile_q8 is empty.
 
 // Attention: q . k for one key, and y += alpha * v.
 INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
@@ -327,7 +327,7 @@ static void tile_bf16dot(const uint8_t* const* w, const uint16_t* const* x, int 
     }
 }
 
-// Prefill attention's tiles (kernels_attention.cpp:attention_heads_fast).
+// Prefill attention's tiles (cpu/attention_fast.cpp:attention_heads_fast).
 // Scores: 4 queries x 64 keys (4 registers of 16 keys each) = 16
 // accumulators; per dimension d, 4 loads of the transposed keys and one
 // broadcast of q_i[d] per query, each score one chain of fmas over d.

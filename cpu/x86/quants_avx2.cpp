@@ -3,7 +3,7 @@
 // its table). quants_fast.cpp and quants_packed.cpp drive them and say what
 // they compute; quants.cpp:dot_quant_q8 is their order in plain loops.
 // pmaddubsw + pmaddwd stand in for VNNI's one instruction.
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include "cpu/x86/quants_x86.h"
 #include <cstring>

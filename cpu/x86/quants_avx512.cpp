@@ -4,7 +4,7 @@
 // and say what they compute; quants.cpp:dot_quant_q8 is their order in
 // plain loops. vpdpbusd multiplies unsigned by signed bytes and adds each
 // group of 4 products into an int32 lane in one instruction.
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
 #include "cpu/x86/quants_x86.h"
 #include <cstring>

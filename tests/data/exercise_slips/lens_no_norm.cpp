@@ -3,7 +3,7 @@
 // lens checker fails this and names the norm.
 #include <algorithm>
 #include "kernels.h"
-#include "lens.h"
+#include "lens/lens.h"
 void lens_layer(const Model& m, const LensCapture& cap, int depth, float* logits) {
     int H = m.cfg.hidden, n = cap.n_pos;
     std::vector<float> h((size_t)n * H);

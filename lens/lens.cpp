@@ -5,7 +5,7 @@
 // stream as it always does, the probes hand each named tensor to the
 // capture, and what follows is arithmetic on those numbers with the model's
 // own final norm and LM head.
-#include "lens.h"
+#include "lens/lens.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

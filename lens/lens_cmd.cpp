@@ -4,7 +4,7 @@
 // The arithmetic is lens.cpp's; this file loads, runs and prints.
 #include <cstdio>
 #include "cli.h"
-#include "lens.h"
+#include "lens/lens.h"
 
 // A token's text for the table: its bytes, or "#id" for a row of the LM head
 // past the tokenizer's vocabulary (models pad their embedding rows).

@@ -1,10 +1,10 @@
-// kernels_attention.cpp — the fast twins of kernels.cpp's attention: one
+// attention_fast.cpp — the fast twins of kernels.cpp's attention: one
 // query over the keys in blocks with an online softmax (decode), and tiles
 // of queries x keys for the T queries of a prefill. Both use the set's
 // kernels (dot, exp_shift, axpy, and the tiles' att_scores / att_pv), so
 // every SIMD set gives the same bits (book/06-attention-kv-cache.md,
 // book/11-performance.md).
-#include "kernels.h"
+#include "cpu/kernel_sets.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>

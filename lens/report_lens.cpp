@@ -9,7 +9,7 @@
 // loaded (trace_finish writes the page before the model goes).
 #include <algorithm>
 #include <cmath>
-#include "lens.h"
+#include "lens/lens.h"
 #include "trace_report_draw.h"
 
 // What the panel's cells and bars are drawn from, per position.
