@@ -92,7 +92,7 @@ int cmd_chat(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_convert(int argc, char** argv);  // gguf_convert.cpp
-int cmd_lens(int argc, char** argv);     // lens_cmd.cpp
+int cmd_lens(int argc, char** argv);     // lens/lens_cmd.cpp
 
 // Helpers the subcommands share.
 std::string json_string(const std::string& s);  // a JSON string literal for any bytes

@@ -85,9 +85,21 @@ void attention_heads(float* out, float* scores, const float* q, const KVRows& K,
 // ---------------------------------------------------------------------------
 // The plain loops.
 
-// y = W x for every token of the batch, for a float matrix. Accumulates in
-// double so the plain kernel is a trustworthy reference for the fast float32
-// ones.
+// One weight of W as f32: a float type widened, or Q8_0's int8 times its
+// block's scale. The plain matmul calls this per element: slow, but
+// obviously right.
+static inline float weight_at(const Mat& W, size_t i) {
+    if (W.dtype != DType::Q8_0) return widen(W.dtype, W.data, i);
+    // block b holds weights 32b..32b+31: an f16 scale then 32 int8
+    const uint8_t* blk = (const uint8_t*)W.data + (i / 32) * 34;
+    uint16_t d;
+    std::memcpy(&d, blk, 2);
+    return f16_to_f32(d) * (float)(int8_t)blk[2 + i % 32];
+}
+
+// y = W x for every token of the batch, for a float or Q8_0 matrix in the
+// file's layout. Accumulates in double so the plain kernel is a trustworthy
+// reference for the fast float32 ones.
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
     for (int t = 0; t < T; t++) {
         const float* xt = x + (size_t)t * W.cols;
@@ -95,7 +107,7 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
         for (int r = 0; r < W.rows; r++) {
             double sum = bias ? bias[r] : 0.0;
             size_t base = (size_t)r * W.cols;
-            for (int c = 0; c < W.cols; c++) sum += (double)widen(W.dtype, W.data, base + c) * xt[c];
+            for (int c = 0; c < W.cols; c++) sum += (double)weight_at(W, base + c) * xt[c];
             yt[r] = (float)sum;
         }
     }

@@ -64,8 +64,8 @@ const char* kernel_path_name();    // g_ops.name
 
 // out[t, r] = sum_c x[t, c] * W[r, c] (+ bias[r])     x: [T, cols]  out: [T, rows]
 void matmul(float* out, const float* x, const Mat& W, const float* bias, int T, KernelScratch* scratch = nullptr);
-// The plain product of a float matrix (f32, f16, bf16), summed in double;
-// a block format's is its own (tensor.h: WeightFormat::matmul_plain).
+// The plain product of a float or Q8_0 matrix, summed in double; the other
+// block formats' is their own (tensor.h: WeightFormat::matmul_plain).
 void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, int T);
 // Several matrices that multiply the same x, in one pass: q, k and v of a
 // layer; gate and up. Each output gets the bits matmul(out, x, *W, bias, T)

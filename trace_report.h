@@ -95,7 +95,7 @@ struct AttentionMaps {
     uint8_t at(int l, int h, int q, int k) const { return cells[(((size_t)l * n_heads + h) * cap + q) * cap + k]; }
 };
 const int ATTENTION_CAP = 128;  // positions drawn in the heatmaps
-const int LENS_CAP = 64;        // positions of the logit-lens panel (trace_report_lens.cpp)
+const int LENS_CAP = 64;        // positions of the logit-lens panel (lens/report_lens.cpp)
 
 struct Recorder {
     bool on = false;
@@ -158,7 +158,7 @@ std::string command_line(const char* program, int argc, char** argv);
 std::string trace_json(const Recorder& r);          // Chrome Trace Event format
 std::string model_graph_dot(const Config& c);       // the whole model and one decoder layer
 std::string report_html(const Recorder& r);         // trace_report_html.cpp
-std::string report_lens_section(const Recorder& r); // trace_report_lens.cpp: "" without a model or a stream
+std::string report_lens_section(const Recorder& r); // lens/report_lens.cpp: "" without a model or a stream
 
 // The cost model behind "prefill is compute-bound, decode is memory-bound".
 // Per forward call of T tokens at positions pos..pos+T-1, with logits for

@@ -1,5 +1,5 @@
-// trace_report_draw.h — text, SVG and PNG helpers for the --report page
-// (trace_report_draw.cpp); only trace_report_html.cpp uses them.
+// trace_report_draw.h — text, SVG and PNG helpers and the graph section of
+// the --report page (trace_report_draw.cpp); only trace_report_html.cpp uses them.
 #pragma once
 #include <string>
 #include <vector>
@@ -34,3 +34,6 @@ struct Line {
 std::string layer_chart_svg(const std::string& title, const std::vector<Line>& lines, int n_layers);
 // A tensor's rms over the forward calls of the run.
 std::string sparkline_svg(const TensorSeries& t, const Recorder& r);
+// The report's section 7: the model's graph drawn by Graphviz's `dot`, or
+// its DOT source where `dot` is missing.
+std::string section_graph(const Recorder& r);

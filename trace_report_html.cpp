@@ -412,37 +412,6 @@ static std::string section_requests(const Recorder& r, const std::vector<Request
     return s + "</table></div></section>";
 }
 
-// Graphviz lays the graph out at report time. Without `dot` (or with
-// LANTERN_DOT pointing elsewhere) the page says so and shows the DOT source.
-static std::string section_graph(const Recorder& r) {
-    if (!r.model) return "";
-    std::string dot = model_graph_dot(r.model->cfg), svg, why;
-    char dir[] = "/tmp/lantern-dot-XXXXXX";
-    const char* prog = getenv("LANTERN_DOT") ? getenv("LANTERN_DOT") : "dot";
-    if (mkdtemp(dir)) {
-        std::string in = std::string(dir) + "/g.dot", out = std::string(dir) + "/g.svg";
-        std::ofstream(in) << dot;
-        std::string cmd = std::string(prog) + " -Tsvg '" + in + "' -o '" + out + "' 2>/dev/null";
-        if (system(cmd.c_str()) == 0) {
-            std::ifstream f(out);
-            std::stringstream ss;
-            ss << f.rdbuf();
-            svg = ss.str();
-        } else {
-            why = strprintf("running <code>%s -Tsvg</code> failed (is Graphviz installed? <code>apt-get install graphviz</code>)", esc(prog).c_str());
-        }
-        unlink(in.c_str());
-        unlink(out.c_str());
-        rmdir(dir);
-    }
-    size_t at = svg.find("<svg");
-    std::string s = "<section id='graph'><h2>7. The computation graph</h2>";
-    if (at != std::string::npos) return s + "<div class='graph'>" + svg.substr(at) + "</div></section>";
-    return s + "<p class='note'>No graph drawn: " + (why.empty() ? "no temporary folder" : why) +
-           ". Here is its source; paste it into any Graphviz viewer, or write it with <code>--graph FILE.dot</code>.</p><pre class='dot'>" +
-           esc(dot) + "</pre></section>";
-}
-
 // ---------------------------------------------------------------------------
 // The page.
 

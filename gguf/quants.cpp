@@ -34,6 +34,7 @@
 // the largest magnitude setting the scale). llama.cpp searches for better
 // scales; a file quantized either way is read the same way.
 #include "gguf/quants.h"
+#include "kernels.h"
 #include <algorithm>
 #include <cmath>
 
@@ -42,8 +43,13 @@
 // a folder adds to the core's table, so that the core reads a Q4_K matrix
 // without including this folder's header (README.md, the map).
 static void block_row(const Mat& W, int r, float* out);
+// Q8_0 is simple enough for kernels.cpp:matmul_plain, as the file lays it out.
+static void q8_0_plain(float* out, const float* x, const Mat& W, const float* bias, int T) {
+    if (W.packed) matmul_quant_plain(out, x, W, bias, T);
+    else matmul_plain(out, x, W, bias, T);
+}
 static const WeightFormat BLOCK_FORMATS[] = {
-    {DType::Q8_0, "q8_0", 32, 34, block_row, matmul_quant_plain},
+    {DType::Q8_0, "q8_0", 32, 34, block_row, q8_0_plain},
     {DType::Q4_0, "q4_0", 32, 18, block_row, matmul_quant_plain},
     {DType::Q4_1, "q4_1", 32, 20, block_row, matmul_quant_plain},
     {DType::Q5_0, "q5_0", 32, 22, block_row, matmul_quant_plain},

@@ -1,4 +1,4 @@
-// trace_report_lens.cpp — the report's logit-lens panel (lens.h): what the
+// lens/report_lens.cpp — the report's logit-lens panel (lens.h): what the
 // residual stream would predict at every depth and position of the run, and
 // the direct logit attribution of the token that came next, for the
 // position a click selects.

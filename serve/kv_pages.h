@@ -14,11 +14,11 @@
 //   free:   b2, b4, b5 ...                                        positions)
 //
 // This is the idea of vLLM's PagedAttention, without the GPU kernel: the
-// forward pass sees a sequence through a view of its blocks (net.h:
+// forward pass sees a sequence through a view of its blocks (kv_cache.h:
 // KVView, made here by kv_seq_view). The fast attention kernels read the
-// blocks where they lie (kernels.h: KVRows, a row per position); the plain
-// ones get the rows gathered into one contiguous run (net.cpp: kv_read), so
-// they are the ones a single sequence uses.
+// blocks where they lie (kv_cache.cpp:kv_rows, a row per position); the
+// plain one gathers them into one contiguous run first, the layout a
+// single sequence's cache has.
 //
 // Prefix reuse. Two chats with the same system prompt, or the next turn of
 // one chat, begin with the same tokens, so the keys and values of those
@@ -90,7 +90,7 @@ int kv_blocks_cached(const KVPages& kv);
 // Keys or values of layer `layer` at position `pos`: kv_dim values of `type`.
 uint8_t* kv_key(KVPages& kv, const KVSeq& seq, int layer, int pos);
 uint8_t* kv_value(KVPages& kv, const KVSeq& seq, int layer, int pos);
-// The sequence as the forward pass sees it (net.h: KVView): its blocks,
+// The sequence as the forward pass sees it (kv_cache.h: KVView): its blocks,
 // positions 0..n_pos-1. Valid until its table changes.
 KVView kv_seq_view(KVPages& kv, const KVSeq& seq);
 // Room for one step of net.h:forward_batch: sequence i, whose table is

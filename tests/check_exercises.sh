@@ -54,7 +54,7 @@ q8_0   q8_0_rint.cpp            halves away from zero
 tiled-matmul tiled_matmul_partials.cpp  added up in partial sums
 layer  layer_no_bias.cpp        you forgot the bias
 layer  layer_norm_in_place.cpp  adds to x itself, not to its normed copy
-layer  layer_no_ablate.cpp      call ablate_heads
+layer  layer_no_ablate.cpp      not tapped: attn.out, mlp.down
 scheduler scheduler_slot_order.cpp  by request id, not by slot index
 q4     q4_k_no_top_bits.cpp     their top 2 bits
 cuda-rope cuda_rope_no_bound.cpp  must return before touching vec

@@ -50,7 +50,7 @@ TEST_CASE("KV pages: blocks are taken as positions appear and all come back") {
     CHECK(kv_value(kv, a, 1, 16) == &kv.v[(((size_t)a.blocks[1] * kv.n_layers + 1) * kv.block + 0) * row]);
     CHECK(kv_key(kv, a, 0, 3) == &kv.k[(((size_t)a.blocks[0] * kv.n_layers + 0) * kv.block + 3) * row]);
     CHECK_THROWS_AS(kv_key(kv, a, 0, 17), LanternError);  // past what it holds
-    // The forward pass's view of a (net.h: KVView) finds the same rows.
+    // The forward pass's view of a (kv_cache.h: KVView) finds the same rows.
     KVView view = kv_seq_view(kv, a);
     std::vector<float> key(kv.kv_dim), value(kv.kv_dim);
     for (int i = 0; i < kv.kv_dim; i++) key[i] = 1.0f + i, value[i] = -1.0f - i;

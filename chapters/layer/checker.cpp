@@ -18,12 +18,16 @@
 #include "../checker_common.h"
 #include "serve/kv_pages.h"
 
-void decoder_layer_student(Net& net, int layer, const Rows& rows);
-void decoder_layer_reference(Net& net, int layer, const Rows& rows);
+void decoder_layer_student(Net& net, int layer, int T, const int* pos);
+void decoder_layer_reference(Net& net, int layer, int T, const int* pos);
 
-// The engine's tensors of the last reference call: layer 0's, and the embedding.
+// The engine's tensors of the last reference call: layer 0's, and the
+// embedding. And each side's taps of layer 0, in order: [Reference, Student].
 static std::map<std::string, std::vector<float>> g_seen;
+static std::vector<std::string> g_taps[2];
 static void on_tensor(const char* name, int layer, int, const float* data, int rows, int cols) {
+    if (layer == 0 && strcmp(name, "attn.scores")) g_taps[(int)g_side].push_back(name);
+    if (g_side == Side::Student) return;
     if (layer == 0 || !strcmp(name, "embed")) g_seen[name].assign(data, data + (size_t)rows * cols);
 }
 static const ProbeListener LISTENER = {nullptr, nullptr, nullptr, on_tensor};
@@ -31,9 +35,9 @@ static const ProbeListener LISTENER = {nullptr, nullptr, nullptr, on_tensor};
 // Each side's buffers after its layer 0 of the last call: [Reference, Student].
 static std::map<std::string, std::vector<float>> g_after[2];
 static std::vector<float> take(const LineVector<float>& v, size_t n) { return std::vector<float>(v.begin(), v.begin() + n); }
-static void keep_layer0(Net& net, const Rows& rows, std::map<std::string, std::vector<float>>& out) {
+static void keep_layer0(Net& net, int T, const int* pos, std::map<std::string, std::vector<float>>& out) {
     const Config& c = net.model->cfg;
-    size_t T = rows.T, q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
+    size_t q_dim = (size_t)c.n_heads * c.head_dim, kv_dim = (size_t)c.n_kv_heads * c.head_dim;
     out["q"] = take(net.q, T * q_dim);
     out["k"] = take(net.k, T * kv_dim);
     out["v"] = take(net.v, T * kv_dim);
@@ -43,23 +47,23 @@ static void keep_layer0(Net& net, const Rows& rows, std::map<std::string, std::v
     out["x"] = take(net.x, T * c.hidden);
     // The cache rows this call wrote (f32 here): every row's keys, then its values.
     std::vector<float> keys, values;
-    for (const SeqRows& s : rows.seqs) {
-        const uint8_t *K, *V;
-        kv_read(net, s.kv, 0, s.pos + s.T, &K, &V);
-        const float* k = (const float*)(K + (s.pos - s.kv.first) * s.kv.row_bytes);
-        const float* v = (const float*)(V + (s.pos - s.kv.first) * s.kv.row_bytes);
-        keys.insert(keys.end(), k, k + s.T * kv_dim);
-        values.insert(values.end(), v, v + s.T * kv_dim);
-    }
+    for (const SeqRows& s : net.seqs)
+        for (int t = 0; t < s.T; t++) {
+            const float* k = (const float*)kv_row(s.kv, 0, s.pos + t, false);
+            const float* v = (const float*)kv_row(s.kv, 0, s.pos + t, true);
+            keys.insert(keys.end(), k, k + kv_dim);
+            values.insert(values.end(), v, v + kv_dim);
+        }
     keys.insert(keys.end(), values.begin(), values.end());
     out["the cache"] = keys;
 }
 
 // The engine calls this for every layer: the side in g_side runs it.
-void decoder_layer(Net& net, int layer, const Rows& rows) {
-    if (g_side == Side::Reference) decoder_layer_reference(net, layer, rows);
-    else decoder_layer_student(net, layer, rows);
-    if (layer == 0) keep_layer0(net, rows, g_after[(int)g_side]);
+void decoder_layer(Net& net, int layer, int T, const int* pos) {
+    if (layer == 0) g_taps[(int)g_side].clear();
+    if (g_side == Side::Reference) decoder_layer_reference(net, layer, T, pos);
+    else decoder_layer_student(net, layer, T, pos);
+    if (layer == 0) keep_layer0(net, T, pos, g_after[(int)g_side]);
 }
 
 // forward() on the engine's side (its tensors seen by the listener), then on the student's.
@@ -75,7 +79,11 @@ static const float* forward_reference(Net& net, const std::vector<int>& tokens, 
 }
 static const float* forward_student(Net& net, const std::vector<int>& tokens, int pos) {
     g_side = Side::Student;
+    g_watch_tensors = true;  // to see the student's taps
+    g_probe_listener = &LISTENER;
     const float* r = forward(net, tokens.data(), (int)tokens.size(), pos, false);
+    g_watch_tensors = false;
+    g_probe_listener = nullptr;
     return r;
 }
 
@@ -138,15 +146,15 @@ static std::string diagnose(const std::string& buf, const std::vector<float>& go
                   "v = rmsnorm(x)（权重 L.attn_norm）乘以 Wv，加上 bv；v 不做旋转。");
     }
     if (buf == "the cache")
-        return tr("store token t's k (after RoPE) and v in cache row pos + t (kv_dim floats a row) before attention.",
-                  "在计算注意力之前，把第 t 个词元的 k（RoPE 之后）和 v 存进缓存的第 pos + t 行（每行 kv_dim 个 float）。");
+        return tr("attention(net, layer, q, k, v, att) stores each token's k and v in the cache: call it once, after "
+                  "RoPE, with the rotated k.",
+                  "attention(net, layer, q, k, v, att) 会把每个词元的 k 和 v 存进缓存：在 RoPE 之后调用它一次，"
+                  "传入旋转过的 k。");
     if (buf == "att")
-        return tr("q, k, v and the cache are right, so: token t attends to positions 0..pos+t (pos + t + 1 keys, not "
-                  "t + 1); query head i reads KV head i / (n_heads / n_kv_heads), whose keys start at float "
-                  "kvh * head_dim of a row; rows are kv_dim floats apart (stride in bytes: kv_dim * 4).",
-                  "q、k、v 和缓存都对了，所以问题在这里：第 t 个词元关注位置 0..pos+t（pos + t + 1 个键，不是 "
-                  "t + 1 个）；查询注意力头 i 读取键值注意力头 i / (n_heads / n_kv_heads)，它的键从每行的第 "
-                  "kvh * head_dim 个 float 开始；行与行相隔 kv_dim 个 float（以字节计的 stride：kv_dim * 4）。");
+        return tr("q, k, v and the cache are right, so: att is what attention(net, layer, q, k, v, net.att.data()) "
+                  "writes; nothing should change net.att between that call and the output projection but the tap.",
+                  "q、k、v 和缓存都对了，所以问题在这里：att 就是 attention(net, layer, q, k, v, net.att.data()) "
+                  "写出的结果；从这次调用到输出投影之间，除了 tap 之外不该有任何东西改动 net.att。");
     std::vector<float> mid = add(x_in, s["attn.o_proj"]);
     if (buf == "up") {
         if (close(got, up_of(add(s["attn_norm"], s["attn.o_proj"]), L.ffn_norm, m, T)))
@@ -221,6 +229,34 @@ int main(int argc, char** argv) {
         run_case(one, m, ref, stu, {9707}, 0);
     }
     one.end();
+
+    // The taps (net.h: tap): -vv, the report, the lens and --ablate see the
+    // layer only through them, so a layer that skips one hides that tensor.
+    Group taps(tr("the taps: every tensor the engine's layer names, named by yours too, in the same order",
+                  "tap：引擎的层命名的每个张量，你的层也都命名了，而且顺序相同"));
+    {
+        Net ref, stu;
+        net_init(ref, m, n_ctx);
+        net_init(stu, m, n_ctx);
+        taps.start(tr("a 3-token prompt", "3 个词元的提示词"));
+        forward_reference(ref, {785, 1156, 315}, 0);
+        forward_student(stu, {785, 1156, 315}, 0);
+        const std::vector<std::string>&want = g_taps[(int)Side::Reference], &got = g_taps[(int)Side::Student];
+        std::string missing;
+        for (const std::string& n : want)
+            if (std::find(got.begin(), got.end(), n) == got.end()) missing += (missing.empty() ? "" : ", ") + n;
+        if (!missing.empty())
+            taps.fail(tr("not tapped: ", "没有 tap：") + missing,
+                      tr("call tap(net, name, layer, data, rows, cols) right after computing each of them: --ablate "
+                         "zeros attn.out and mlp.down through it, and -vv, the report and the lens see only what is tapped.",
+                         "每算出一个张量就调用 tap(net, name, layer, data, rows, cols)：--ablate 通过它把 attn.out 和 "
+                         "mlp.down 置零，而 -vv、报告和 logit lens 只能看到经过 tap 的张量。"));
+        else if (got != want)
+            taps.fail(tr("the taps come in another order or twice", "tap 的顺序不同，或者有重复"),
+                      tr("tap each tensor once, right after computing it, in the order of the layer's math.",
+                         "每个张量只 tap 一次，算出来就 tap，顺序跟层的计算顺序一致。"));
+    }
+    taps.end();
 
     // One sequence through three groups: a prompt, a second chunk, decode.
     Net ref, stu;
@@ -310,17 +346,17 @@ int main(int argc, char** argv) {
         std::string d = compare(want[0], want[1], 1e-4);
         if (!d.empty())
             batch.fail(tr("the logits differ: ", "logit 不同：") + d,
-                       tr("row t is at position rows.pos[t] of sequence rows.seq[t]: its keys and values go to that "
-                          "sequence's view (rows.seqs[rows.seq[t]].kv), and each sequence's rows attend only to its own keys.",
-                          "第 t 行是序列 rows.seq[t] 中位置 rows.pos[t] 上的词元：它的键和值要写进那个序列的视图"
-                          "（rows.seqs[rows.seq[t]].kv），而且每个序列的行只对它自己的键做注意力。"));
+                       tr("token t is at position pos[t] (the batch's tokens are not at 0, 1, 2 ...): rotate each "
+                          "at its own, and call attention() once for all T tokens; it keeps each sequence's keys apart.",
+                          "第 t 个词元位于位置 pos[t]（批里的词元不是在 0、1、2……上）：每个词元按它自己的位置旋转，"
+                          "并且对全部 T 个词元只调用一次 attention()；它会把各个序列的键分开。"));
     }
     batch.end();
 
-    // --ablate (net.h: Ablation): the layer's two hooks switch parts off,
+    // --ablate (net.h: Ablation): the layer's taps switch parts off,
     // whoever wrote the layer. Heads of two layers and one MLP, off in both Nets.
-    Group ablate(tr("--ablate: heads 1.0 and 2.3 and layer 3's MLP switched off (net.h: ablate_heads, ablate_mlp)",
-                    "--ablate：关掉注意力头 1.0 和 2.3 以及第 3 层的多层感知机（net.h：ablate_heads、ablate_mlp）"));
+    Group ablate(tr("--ablate: heads 1.0 and 2.3 and layer 3's MLP switched off (net.h: tap)",
+                    "--ablate：关掉注意力头 1.0 和 2.3 以及第 3 层的多层感知机（net.h：tap）"));
     {
         Net r, s;
         net_init(r, m, n_ctx);
@@ -337,11 +373,11 @@ int main(int argc, char** argv) {
             ablate.fail(tr("the logits differ: ", "logit 不同：") + d,
                         g_groups_failed ? tr("fix the failures above first: they say which step.",
                                              "先修好上面的失败：它们会指出是哪一步。")
-                                        : tr("call ablate_heads(net, layer, net.att.data(), T) just before the output "
-                                             "projection, and ablate_mlp(net, layer, out, T) on the MLP's output before "
+                                        : tr("call tap(net, \"attn.out\", layer, att, T, q_dim) just before the output "
+                                             "projection, and tap(net, \"mlp.down\", layer, out, T, hidden) on the MLP's output before "
                                              "adding it to x.",
-                                             "在输出投影之前调用 ablate_heads(net, layer, net.att.data(), T)，"
-                                             "并在把多层感知机的输出加到 x 之前，对它调用 ablate_mlp(net, layer, out, T)。"));
+                                             "在输出投影之前调用 tap(net, \"attn.out\", layer, att, T, q_dim)，"
+                                             "并在把多层感知机的输出加到 x 之前，对它调用 tap(net, \"mlp.down\", layer, out, T, hidden)。"));
     }
     ablate.end();
     return finish("layer");

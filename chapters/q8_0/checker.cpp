@@ -6,6 +6,7 @@
 // then logits with the fast Q8_0 matmul, which quantizes every activation
 // row with this function too.
 #include "../checker_common.h"
+#include "gguf/gguf_load.h"  // quantize_model
 
 void quantize_row_q8_0_reference(const float* x, int n, uint8_t* out);
 void quantize_row_q8_0_student(const float* x, int n, uint8_t* out);

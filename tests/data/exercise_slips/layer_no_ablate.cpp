@@ -1,44 +1,45 @@
 // A slip in decoder_layer (chapters/layer): a correct layer that skips the
-// two ablation hooks (net.h: ablate_heads, ablate_mlp), so --ablate would
-// switch nothing off. tests/check_exercises.sh checks that the layer checker
-// fails this and names the hooks.
+// taps of attn.out and mlp.down (net.h: tap), so --ablate would switch
+// nothing off and -vv would never show them. tests/check_exercises.sh
+// checks that the layer checker fails this and names the taps.
 #include "kernels.h"
 #include "net.h"
 
-void decoder_layer(Net& net, int layer, const Rows& rows) {
+void decoder_layer(Net& net, int layer, int T, const int* pos) {
     const Config& c = net.model->cfg;
     const LayerWeights& L = net.model->layers[layer];
-    int T = rows.T, H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
-    int group = c.n_heads / c.n_kv_heads;
+    int H = c.hidden, hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, I = c.intermediate;
     float *x = net.x.data(), *h = net.xn.data(), *q = net.q.data(), *k = net.k.data(), *v = net.v.data();
+    float *att = net.att.data(), *gate = net.gate.data(), *up = net.up.data();
     // --- attention block ---
     for (int t = 0; t < T; t++) rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L.attn_norm.data(), H, c.eps);
+    tap(net, "attn_norm", layer, h, T, H);
     matmul(q, h, L.wq, L.bq.data(), T);
     matmul(k, h, L.wk, L.bk.data(), T);
     matmul(v, h, L.wv, L.bv.data(), T);
+    tap(net, "attn.q", layer, q, T, q_dim);
+    tap(net, "attn.k", layer, k, T, kv_dim);
+    tap(net, "attn.v", layer, v, T, kv_dim);
     for (int t = 0; t < T; t++) {
-        apply_rope(q + (size_t)t * q_dim, c.n_heads, hd, rows.pos[t], c.rope_theta);
-        apply_rope(k + (size_t)t * kv_dim, c.n_kv_heads, hd, rows.pos[t], c.rope_theta);
-        kv_store(rows.seqs[rows.seq[t]].kv, layer, rows.pos[t], k + (size_t)t * kv_dim, v + (size_t)t * kv_dim);
+        apply_rope(q + (size_t)t * q_dim, c.n_heads, hd, pos[t], c.rope_theta);
+        apply_rope(k + (size_t)t * kv_dim, c.n_kv_heads, hd, pos[t], c.rope_theta);
     }
-    for (const SeqRows& s : rows.seqs) {
-        const uint8_t *K, *V;
-        kv_read(net, s.kv, layer, s.pos + s.T, &K, &V);
-        size_t head_bytes = s.kv.row_bytes / c.n_kv_heads;
-        for (int t = 0; t < s.T; t++)
-            for (int i = 0; i < c.n_heads; i++) {
-                size_t at = (size_t)(s.row0 + t) * q_dim + i * hd;
-                attention_head(&net.att[at], nullptr, q + at, K + (i / group) * head_bytes, V + (i / group) * head_bytes,
-                               s.kv.row_bytes, s.kv.type, s.pos + t + 1 - s.kv.first, hd);
-            }
-    }
-    matmul(h, net.att.data(), L.wo, nullptr, T);
+    tap(net, "attn.q_rope", layer, q, T, q_dim);
+    tap(net, "attn.k_rope", layer, k, T, kv_dim);
+    attention(net, layer, q, k, v, att);
+    matmul(h, att, L.wo, nullptr, T);
+    tap(net, "attn.o_proj", layer, h, T, H);
     for (size_t i = 0; i < (size_t)T * H; i++) x[i] += h[i];
     // --- MLP block (SwiGLU) ---
     for (int t = 0; t < T; t++) rmsnorm(h + (size_t)t * H, x + (size_t)t * H, L.ffn_norm.data(), H, c.eps);
-    matmul(net.gate.data(), h, L.w_gate, nullptr, T);
-    matmul(net.up.data(), h, L.w_up, nullptr, T);
-    for (int t = 0; t < T; t++) swiglu(&net.gate[(size_t)t * I], &net.up[(size_t)t * I], I);
-    matmul(h, net.gate.data(), L.w_down, nullptr, T);
+    tap(net, "ffn_norm", layer, h, T, H);
+    matmul(gate, h, L.w_gate, nullptr, T);
+    matmul(up, h, L.w_up, nullptr, T);
+    tap(net, "mlp.gate", layer, gate, T, I);
+    tap(net, "mlp.up", layer, up, T, I);
+    swiglu(gate, up, T * I);
+    tap(net, "mlp.act", layer, gate, T, I);
+    matmul(h, gate, L.w_down, nullptr, T);
     for (size_t i = 0; i < (size_t)T * H; i++) x[i] += h[i];
+    tap(net, "resid", layer, x, T, H);
 }
