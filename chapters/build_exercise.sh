@@ -55,7 +55,7 @@ family       arch.cpp             arch_by_model_type
 rope-hard    kernels.cpp          apply_rope
 attention-hard kernels.cpp        attention_head_plain
 bpe-hard     tokenizer.cpp        bpe_word
-lens         lens.cpp             lens_layer
+lens         lens/lens.cpp        lens_layer
 "
 usage() {
     echo "usage: make exercise EX=NAME [SOLUTION=1]     NAME is one of:"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cpu/kernel_sets.h"
+#include "gguf/gguf_load.h"  // quantize_model
 #include "cuda/kernels_cuda.h"
 #include "net.h"
 #include "cuda/net_cuda.h"

@@ -6,6 +6,7 @@
 // quantized to Q4_0 and generating, and a Q4_K matrix product (the tiny
 // model's rows of 64 are too short for a super-block of 256).
 #include "../checker_common.h"
+#include "gguf/gguf_load.h"  // quantize_model
 #include "gguf/quants.h"
 
 void dequantize_block_q4_0_reference(const uint8_t* in, float* y);

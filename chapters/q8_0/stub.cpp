@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include "common.h"
-#include "kernels.h"
+#include "gguf/quants.h"
 
 // TODO(student): quantize one row of n floats (n a multiple of 32) into
 // n / 32 blocks of 34 bytes (Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34), GGUF's
