@@ -38,7 +38,7 @@ three
 ```
 
 ```cpp quote-of: net.cpp:attention
-int hd = c.head_dim, q_dim = c.n_heads * hd;
+const Config& c = net.model->cfg;
 for (int j = 0; j < n; j++)
     s[j] = vec_dot(q, net.kv.key(layer, first + j, kvh, hd), kv_type, hd) * scale;
 ```
