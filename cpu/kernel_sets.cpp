@@ -90,23 +90,23 @@ static void attention_simd(float* out, float* scores, const float* q, const KVRo
                          s);
 }
 
+// "fast": the first of NEON, AVX-512, AVX2 that this build and CPU run,
+// else the scalar twin.
+KernelSet fast_kernel_set() {
+    for (KernelSet best : {KernelSet::NEON, KernelSet::AVX512, KernelSet::AVX2})
+        if (kernel_set_runs_here(kernel_set_info(best))) return best;
+    return KernelSet::Scalar;
+}
+
 // The dispatch rule: a kernel set is a table of micro-kernels, picked here
-// once. "fast" is the first of NEON, AVX-512, AVX2 that this build and CPU
-// run, else the scalar twin.
+// once.
 void kernels_init(KernelSet set, int threads) {
     g_kernels.set = set;
     g_kernels.threads = threads > 0 ? threads : omp_get_num_procs();
     omp_set_num_threads(g_kernels.threads);
     const KernelSetInfo& asked = kernel_set_info(set);
     if (asked.cpu_has && !asked.cpu_has()) fail("--kernels %s: %s", asked.name, asked.missing);
-    if (set == KernelSet::Fast) {
-        set = KernelSet::Scalar;
-        for (KernelSet best : {KernelSet::NEON, KernelSet::AVX512, KernelSet::AVX2})
-            if (kernel_set_runs_here(kernel_set_info(best))) {
-                set = best;
-                break;
-            }
-    }
+    if (set == KernelSet::Fast) set = fast_kernel_set();
     const KernelSetInfo& runs = kernel_set_info(set);
     g_kernels.simd = set == KernelSet::Plain ? nullptr : runs.kernels ? runs.kernels : &SCALAR_KERNELS;
     g_ops = g_kernels.simd ? KernelOps{g_kernels.simd->name, matmul_simd, swiglu_simd, attention_simd} : PLAIN_OPS;

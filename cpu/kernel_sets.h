@@ -15,7 +15,7 @@
 // The kernel sets (--kernels). One rule for all of them: the forward pass
 // calls the operation (matmul, attention_heads, ...), which runs the table
 // kernels_init filled (kernels.h:KernelOps) with
-//   *_plain  the reference loops in kernels.cpp (one thread, double sums), or
+//   *_plain  the reference loops in kernels.cpp (double sums; only attention shares the threads), or
 //   *_fast   the threaded driver in kernels_fast.cpp, given the micro-kernels
 //            of one instruction set: the scalar twin (portable C++), AVX2,
 //            AVX-512 or NEON (64-bit ARM), each in its own file.
@@ -51,6 +51,8 @@ extern const int N_KERNEL_SETS;
 // The row of `set`, and whether this build and this CPU run it.
 const KernelSetInfo& kernel_set_info(KernelSet set);
 bool kernel_set_runs_here(const KernelSetInfo& s);
+// What "fast" runs on this build and CPU.
+KernelSet fast_kernel_set();
 
 // The micro-kernels of one instruction set (kernels_fast.cpp drives them:
 // threads, tiles, the Q8_0 activations). A tile is rows x tokens dot

@@ -40,7 +40,7 @@ struct CudaBenchResult {
     double decode_bytes = 0;    // bytes one decode step must read: all weights + the KV cache it attends to
     double decode_gbs = 0;      // decode_bytes * decode_tok_s / 1e9: compare with copy_gbs
 };
-// Runs on the current g_kernels set; needs a GPU (throws otherwise).
+// Runs on the kernel set chosen by kernels_init (plain: the GPU's reference kernels); needs a GPU (throws otherwise).
 CudaBenchResult cuda_bench(const Model& m, int prompt_len, int n_decode);
 
 #ifdef LANTERN_CUDA

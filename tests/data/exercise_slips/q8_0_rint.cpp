@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include "common.h"
-#include "kernels.h"
+#include "gguf/quants.h"
 
 void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
     for (int b = 0; b < n / Q8_BLOCK; b++) {
