@@ -94,17 +94,17 @@ def fig_kvpages(out, summary=False):
 # ----------------------------------------------------------------------------- block formats
 
 def quant_formats():
-    """{name: (weights per block, bytes per block)} from gguf/quants.cpp's FORMATS table."""
+    """{name: (weights per block, bytes per block)} from gguf/quants.cpp's BLOCK_FORMATS table."""
     t = source("gguf/quants.cpp")
     return {m.group(1): (int(m.group(2)), int(m.group(3)))
-            for m in re.finditer(r'\{DType::\w+, "(\w+)", (\d+), (\d+)\}', t)}
+            for m in re.finditer(r'\{DType::\w+, "(\w+)", (\d+), (\d+),', t)}
 
 
 def fig_quant_blocks(out, summary=False):
     fm = quant_formats()
     for n in ("q8_0", "q4_0", "q4_k"):
         if n not in fm:
-            sys.exit("figures.py quant-blocks: gguf/quants.cpp's FORMATS has no %s" % n)
+            sys.exit("figures.py quant-blocks: gguf/quants.cpp's BLOCK_FORMATS has no %s" % n)
     layouts = {   # (field, bytes, colour, label) in file order: gguf/quants.cpp's block functions
         "q8_0": [("d", 2, "#d9822b", "d, f16"), ("qs", 32, "#3d72b4", "32 codes q, int8: w = d\u00b7q")],
         "q4_0": [("d", 2, "#d9822b", "d, f16"), ("qs", 16, "#3d72b4", "32 codes q of 4 bits: w = d\u00b7(q \u2212 8)")],
@@ -124,7 +124,7 @@ def fig_quant_blocks(out, summary=False):
     bx, x0 = 5.2, 70
     W, H = x0 + 144 * bx + 40, 560
     svg = Svg(W, H, "Q8_0, Q4_0 and Q4_K blocks, byte by byte",
-              "make figures (tools/figures.py quant-blocks: sizes from gguf/quants.cpp's FORMATS)")
+              "make figures (tools/figures.py quant-blocks: sizes from gguf/quants.cpp's BLOCK_FORMATS)")
     svg.text(8, 18, "One block of each format, byte by byte (one narrow column per byte)", size=13, weight="bold")
     y = 56
     for n, fields in layouts.items():
