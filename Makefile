@@ -8,6 +8,7 @@
 #   make unit     the doctest cases alone (making the test models first if they are missing)
 #   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
+#   make web      the engine as WebAssembly and a page that runs ./run's commands (build/web/)
 
 CXX      ?= g++
 BUILD    := build
@@ -207,6 +208,14 @@ bench: all
 
 clean:
 	rm -rf $(BUILD) run
+
+# The browser (book/19-browser.md): `make web` builds the engine with
+# Emscripten into build/web/ (web/build.sh): index.html, the WebAssembly
+# module, the default model; serve the folder with python3 -m http.server.
+.PHONY: web
+web:
+	@bash tools/install_deps.sh web
+	@bash web/build.sh
 
 # The book: `make book` renders book/*.md and their Chinese twins book/zh/*.md
 # to HTML in build/book/ and build/book/zh/ (tools/book_render.py, pandoc);
