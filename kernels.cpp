@@ -193,7 +193,7 @@ void softmax(float* x, int n) {
     for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
     double sum = 0;
     for (int i = 0; i < n; i++) {
-        x[i] = std::exp(x[i] - max);
+        x[i] = (float)lantern_exp(x[i] - max);  // the engine's own exp: the same bits with every libm
         sum += x[i];
     }
     float inv = (float)(1.0 / sum);
@@ -208,7 +208,7 @@ void swiglu(float* gate, const float* up, int n) {
     if (g_kernels.simd) return swiglu_fast(gate, up, n, *g_kernels.simd);
     for (int i = 0; i < n; i++) {
         float g = gate[i];
-        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+        gate[i] = g / (1.0f + (float)lantern_exp(-g)) * up[i];
     }
 }
 

@@ -179,7 +179,7 @@ double softmax_with_temperature(float* logits, int n, float temperature) {
     float inv_t = 1.0f / temperature;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
-        logits[i] = logits[i] > NEG_INF ? std::exp((logits[i] - max) * inv_t) : 0.0f;
+        logits[i] = logits[i] > NEG_INF ? (float)lantern_exp((logits[i] - max) * inv_t) : 0.0f;
         sum += logits[i];
     }
     return sum;
