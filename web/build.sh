@@ -6,10 +6,12 @@
 # 2. the engine, the two libraries and web/stubs.cpp compiled by Emscripten
 #    (web/web.mk) into build/web/lantern.js and lantern.wasm;
 # 3. the page (web/index.html, web/worker.js), the default model
-#    (trained/kjv) and files.json, the list of model files the page may
-#    fetch: a command that names one of those folders or files gets them.
+#    (trained/kjv), links to the test models (make models) where they exist,
+#    and files.json, the list of model files the page may fetch: a command
+#    that names one of those folders or files gets them.
 # build/web then works from any static server (python3 -m http.server).
-# Extra model folders (the test models) go in with: web/build.sh --add DIR...
+# Other model folders go in as copies with: web/build.sh --add DIR...
+# (then build/web/DIR); web/build.sh --add alone rewrites files.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/web
@@ -48,6 +50,14 @@ echo "web: building with $(em++ --version | head -1)"
 nice make --no-print-directory -f web/web.mk -j"${JOBS:-2}"
 cp web/index.html web/worker.js "$OUT/"
 copy_model trained/kjv "$OUT/trained/kjv"
+# The test models, linked rather than copied (the page reads them only
+# when a command names them).
+for d in models/*/; do
+    d=${d%/}
+    [ -f "$d/config.json" ] || continue
+    mkdir -p "$OUT/models"
+    [ -e "$OUT/$d" ] || ln -s "../../../$d" "$OUT/$d"
+done
 manifest
 wasm=$(stat -c %s "$OUT/lantern.wasm")
 echo "web: $OUT/ ready: lantern.wasm $wasm bytes, lantern.js $(stat -c %s "$OUT/lantern.js") bytes; serve it with: (cd $OUT && python3 -m http.server)"

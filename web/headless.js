@@ -5,8 +5,9 @@
 //
 // Each URL (index.html?cmd=...) is opened in turn in one Chromium; when the
 // page's command has ended (window.lantern.status is set), one JSON line:
-// {url, status, out (standard output's bytes, base64), err (base64), text
-// (what #stdout shows), firstOutputMs, doneMs}. A page that does not finish
+// {url, status, out (standard output's bytes, base64), err (base64), files
+// (what the command wrote: [name, bytes]), text (what #stdout shows),
+// firstOutputMs, doneMs}. A page that does not finish
 // within the timeout gives {url, timeout: true}. Chromium is driven over
 // its DevTools protocol; it runs with a fresh profile and no network
 // services (the machine may have no network at all).
@@ -57,7 +58,7 @@ async function main() {
   };
   const READ = `(() => { const L = window.lantern; if (!L || L.status === null) return null;
     const b64 = (a) => { let s = ""; for (let i = 0; i < a.length; i += 8192) s += String.fromCharCode(...a.slice(i, i + 8192)); return btoa(s); };
-    return { status: L.status, out: b64(L.out), err: b64(L.err), text: document.getElementById("stdout").textContent,
+    return { status: L.status, out: b64(L.out), err: b64(L.err), files: L.files, text: document.getElementById("stdout").textContent,
              firstOutputMs: L.firstOutputMs, doneMs: L.doneMs }; })()`;
   for (const url of argv) {
     await call("Page.navigate", { url });

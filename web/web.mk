@@ -20,7 +20,7 @@ PCRE2    := $(firstword $(wildcard $(LIBS)/pcre2-*/src))
 # -fexceptions: Emscripten 3.1.6 compiles C++ without exceptions unless
 # told, and every error of the engine (fail()) is one. The header-only
 # libraries come from $(OBJ)/include: Emscripten does not search /usr/include.
-CXXFLAGS := -std=c++17 -O2 -fexceptions -Wall -Wno-unused-parameter -I. -Iweb/include -I$(OBJ)/include \
+CXXFLAGS := -std=c++17 -O2 -fexceptions -ffp-contract=off -Wall -Wno-unused-parameter -I. -Iweb/include -I$(OBJ)/include \
             -DLANTERN_NO_OPENMP -Icompat -Wno-unknown-pragmas
 # PCRE2 as Debian configures it (Unicode, 8-bit code units, the default
 # limits of config.h.generic), without the JIT: a page cannot make its own
