@@ -101,15 +101,12 @@ uint16_t f32_to_f16(float f) {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-static inline uint64_t double_bits(double x) {
-    uint64_t u;
-    std::memcpy(&u, &x, 8);
-    return u;
-}
-static inline double bits_double(uint64_t u) {
-    double x;
-    std::memcpy(&x, &u, 8);
-    return x;
+// The same 8 bytes read as the other type (a double's bits, or bits as a double).
+template <class To, class From> static inline To same_bits(From x) {
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To t;
+    std::memcpy(&t, &x, sizeof t);
+    return t;
 }
 
 // exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 in [-ln2/2, ln2/2]
@@ -124,7 +121,7 @@ double lantern_exp(double x) {
                  P2 = -2.77777777770155933842e-03, P3 = 6.61375632143793436117e-05,
                  P4 = -1.65339022054652515390e-06, P5 = 4.13813679705723846039e-08;
     if (x != x) return x;                                       // NaN
-    if (x > 7.09782712893383973096e+02) return bits_double(0x7ff0000000000000ull);  // overflow: inf
+    if (x > 7.09782712893383973096e+02) return same_bits<double>(0x7ff0000000000000ull);  // overflow: inf
     if (x < -7.45133219101941108420e+02) return 0.0;            // underflow
     double ax = x < 0 ? -x : x, hi = x, lo = 0;
     int k = 0;
@@ -141,8 +138,8 @@ double lantern_exp(double x) {
     double c = x - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
     if (k == 0) return 1.0 - ((x * c) / (c - 2.0) - x);
     double y = 1.0 - ((lo - (x * c) / (2.0 - c)) - hi);
-    if (k >= -1021) return bits_double(double_bits(y) + ((uint64_t)(int64_t)k << 52));  // y * 2^k, exact
-    return bits_double(double_bits(y) + ((uint64_t)(int64_t)(k + 1000) << 52)) * 9.33263618503218878990e-302;  // * 2^-1000
+    if (k >= -1021) return same_bits<double>(same_bits<uint64_t>(y) + ((uint64_t)(int64_t)k << 52));  // y * 2^k, exact
+    return same_bits<double>(same_bits<uint64_t>(y) + ((uint64_t)(int64_t)(k + 1000) << 52)) * 9.33263618503218878990e-302;  // * 2^-1000
 }
 
 // log(x) = k ln 2 + log(1 + f), x = 2^k (1 + f) with 1 + f in [sqrt(2)/2,
@@ -156,23 +153,23 @@ double lantern_log(double x) {
                  Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01, Lg3 = 2.857142874366239149e-01,
                  Lg4 = 2.222219843214978396e-01, Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
                  Lg7 = 1.479819860511658591e-01;
-    uint64_t u = double_bits(x);
+    uint64_t u = same_bits<uint64_t>(x);
     int32_t hx = (int32_t)(u >> 32);
     uint32_t lx = (uint32_t)u;
     int k = 0;
     if (hx < 0x00100000) {                                      // x < 2^-1022: zero, negative or subnormal
-        if (((hx & 0x7fffffff) | lx) == 0) return -bits_double(0x7ff0000000000000ull);  // log(0) = -inf
-        if (hx < 0) return bits_double(0x7ff8000000000000ull);  // log(negative) = NaN
+        if (((hx & 0x7fffffff) | lx) == 0) return -same_bits<double>(0x7ff0000000000000ull);  // log(0) = -inf
+        if (hx < 0) return same_bits<double>(0x7ff8000000000000ull);  // log(negative) = NaN
         k -= 54;
         x *= two54;                                             // subnormal: scale up, exactly
-        u = double_bits(x);
+        u = same_bits<uint64_t>(x);
         hx = (int32_t)(u >> 32);
     }
     if (hx >= 0x7ff00000) return x + x;                         // inf or NaN
     k += (hx >> 20) - 1023;
     hx &= 0x000fffff;
     int32_t i = (hx + 0x95f64) & 0x100000;
-    x = bits_double(((uint64_t)(uint32_t)(hx | (i ^ 0x3ff00000)) << 32) | (u & 0xffffffffull));  // x or x/2 in [sqrt(2)/2, sqrt(2))
+    x = same_bits<double>(((uint64_t)(uint32_t)(hx | (i ^ 0x3ff00000)) << 32) | (u & 0xffffffffull));  // x or x/2 in [sqrt(2)/2, sqrt(2))
     k += i >> 20;
     double f = x - 1.0, dk = (double)k;
     if ((0x000fffff & (2 + hx)) < 3) {                          // |f| < 2^-20

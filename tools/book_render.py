@@ -237,6 +237,19 @@ def _web_models():
     return names
 WEB_MODELS = _web_models()
 OUTPUT_FLAGS = {"--report", "--trace-json", "--dump", "--graph", "--batch-trace"}
+# What the line under a block says, in English and in Chinese: the link's
+# label, and why a block cannot run in the page.
+RUN_WORDS = {
+    "run": ("run in the browser: ", "在浏览器里运行："),
+    "terminal": ("in a terminal only: %s", "只能在终端里运行：%s"),
+    "shell": ("it uses the shell (a pipe, a redirection or a second program)", "它用到 shell（管道、重定向或另一个程序）"),
+    "other": ("it is not a ./run command", "它不是 ./run 命令"),
+    "serve": ("the server needs a port, which a page has not", "服务器要监听端口，网页做不到"),
+    "bench": ("bench measures the native build", "bench 测的是原生构建的速度"),
+    "cuda": ("it needs a GPU", "它需要 GPU"),
+    "convert": ("convert writes a model file to disk", "convert 要把模型文件写到磁盘"),
+    "file": ("it reads %s, which the page does not have", "它要读 %s，网页里没有这个文件"),
+}
 
 
 def web_runnable(cmd):
@@ -268,19 +281,20 @@ def web_runnable(cmd):
 def run_links(cmds, root, page_lang):
     """The line under a block: a link per command the page can run, or why it cannot."""
     from urllib.parse import quote
-    words = FRAME[page_lang]
+    def words(key):
+        return RUN_WORDS[key][page_lang == "zh"]
     links, why = [], None
     for c in cmds:
         key, arg = web_runnable(c)
         if key:
-            why = why or (words["why"][key] % arg if arg else words["why"][key])
+            why = why or (words(key) % arg if arg else words(key))
         else:
             links.append('<a class="run" href="%s../web/index.html?cmd=%s">&#9654; %s</a>' % (
                 root, quote(c, safe=""), html.escape(c)))
     if links:
-        return '<div class="cmd run">%s%s</div>' % (words["run"], " &middot; ".join(links))
+        return '<div class="cmd run">%s%s</div>' % (words("run"), " &middot; ".join(links))
     if why:
-        return '<div class="cmd run">%s</div>' % (words["terminal"] % html.escape(why))
+        return '<div class="cmd run">%s</div>' % (words("terminal") % html.escape(why))
     return None
 
 
@@ -426,21 +440,11 @@ FRAME = {
     "en": {"contents": "contents", "exercises": "exercises", "prev": "&larr; previous", "next": "next &rarr;",
            "search": "search the book (/)", "search_label": "search the book", "twin": "中文",
            "twin_title": "这一节的中文版", "hreflang": "zh-CN", "student": " (the student edition)",
-           "quote": "from %s", "illustrative": "illustrative, not checked: ",
-           "run": "run in the browser: ", "terminal": "in a terminal only: %s",
-           "why": {"shell": "it uses the shell (a pipe, a redirection or a second program)",
-                   "other": "it is not a ./run command", "serve": "the server needs a port, which a page has not",
-                   "bench": "bench measures the native build", "cuda": "it needs a GPU",
-                   "convert": "convert writes a model file to disk", "file": "it reads %s, which the page does not have"}},
+           "quote": "from %s", "illustrative": "illustrative, not checked: "},
     "zh": {"contents": "目录", "exercises": "练习", "prev": "&larr; 上一页", "next": "下一页 &rarr;",
            "search": "搜索本书 (/)", "search_label": "搜索本书", "twin": "English",
            "twin_title": "this section in English", "hreflang": "en", "student": "（学生版）",
-           "quote": "摘自 %s", "illustrative": "示意，不检查：",
-           "run": "在浏览器里运行：", "terminal": "只能在终端里运行：%s",
-           "why": {"shell": "它用到 shell（管道、重定向或另一个程序）",
-                   "other": "它不是 ./run 命令", "serve": "服务器要监听端口，网页做不到",
-                   "bench": "bench 测的是原生构建的速度", "cuda": "它需要 GPU",
-                   "convert": "convert 要把模型文件写到磁盘", "file": "它要读 %s，网页里没有这个文件"}},
+           "quote": "摘自 %s", "illustrative": "示意，不检查："},
 }
 
 
