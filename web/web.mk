@@ -49,32 +49,37 @@ all: $(OUT)/lantern.js
 
 $(OUT)/lantern.js: $(ENGINE_OBJS) $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(EMXX) $(LDFLAGS) -o $@ $^
+	@echo "em++ -o $@ ($(words $^) objects)"
+	@$(EMXX) $(LDFLAGS) -o $@ $^
 
 -include $(ENGINE_OBJS:.o=.d)
 $(OBJ)/%.o: %.cpp $(OBJ)/include/.ready
 	@mkdir -p $(@D)
-	$(EMXX) $(CXXFLAGS) -MMD -MP -c -o $@ $<
+	@echo "em++ $<"
+	@$(EMXX) $(CXXFLAGS) -MMD -MP -c -o $@ $<
 
 $(OBJ)/utf8proc.o: $(UTF8PROC)
-	$(EMCC) -O2 -DUTF8PROC_STATIC -c -o $@ $<
+	@echo "emcc $<"
+	@$(EMCC) -O2 -DUTF8PROC_STATIC -c -o $@ $<
 
 $(OBJ)/pcre2/pcre2_%.o: $(PCRE2)/pcre2_%.c $(OBJ)/pcre2/config.h
-	$(EMCC) $(PCRE2_FLAGS) -c -o $@ $<
+	@echo "emcc $<"
+	@$(EMCC) $(PCRE2_FLAGS) -c -o $@ $<
 $(OBJ)/pcre2/pcre2_chartables.o: $(OBJ)/pcre2/pcre2_chartables.c $(OBJ)/pcre2/config.h
-	$(EMCC) $(PCRE2_FLAGS) -c -o $@ $<
+	@echo "emcc $<"
+	@$(EMCC) $(PCRE2_FLAGS) -c -o $@ $<
 $(OBJ)/pcre2/pcre2_chartables.c $(OBJ)/pcre2/pcre2.h: $(OBJ)/pcre2/config.h ;
 $(OBJ)/pcre2/config.h: $(PCRE2)/config.h.generic
 	@mkdir -p $(@D)
-	cp $(PCRE2)/pcre2.h.generic $(@D)/pcre2.h
-	cp $(PCRE2)/pcre2_chartables.c.dist $(@D)/pcre2_chartables.c
-	cp $< $@
+	@cp $(PCRE2)/pcre2.h.generic $(@D)/pcre2.h
+	@cp $(PCRE2)/pcre2_chartables.c.dist $(@D)/pcre2_chartables.c
+	@cp $< $@
 
 # The headers the engine includes: the two libraries' own, and copies of
 # Debian's header-only nlohmann-json and stb.
 $(OBJ)/include/.ready: $(OBJ)/pcre2/config.h $(UTF8PROC)
 	@mkdir -p $(@D)/stb
-	cp $(OBJ)/pcre2/pcre2.h $(dir $(UTF8PROC))utf8proc.h $(@D)/
-	cp -r /usr/include/nlohmann $(@D)/
-	cp /usr/include/stb/stb_image_write.h $(@D)/stb/
-	touch $@
+	@cp $(OBJ)/pcre2/pcre2.h $(dir $(UTF8PROC))utf8proc.h $(@D)/
+	@cp -r /usr/include/nlohmann $(@D)/
+	@cp /usr/include/stb/stb_image_write.h $(@D)/stb/
+	@touch $@
