@@ -13,7 +13,8 @@
 # flag must give ./run's one-line error and exit status, --report must hand
 # its page back (about the native page's size: it holds timings), a model file that is
 # not a model the loader's error (not a hung page), and serve a line saying
-# it is not available. Prints the time of the default command's first output
+# it is not available; Stop must end a long command, and a picked model too
+# large for the module's memory must be refused with one line. Prints the time of the default command's first output
 # after the page began to load. An Emscripten build and Chromium do not fit
 # `make test`'s minutes: `make test-all` runs it. On a 2-core machine: about
 # 25 s once the module is built (16 pages, 14 s of them in Chromium), about
@@ -75,6 +76,11 @@ while IFS='|' read -r name cmd input; do
     urls+=("$u")
 done <<<"$CASES"
 urls+=("http://127.0.0.1:$port/index.html?cmd=$(urlenc "./run serve")")
+# Stop ends a long command and the page answers meanwhile; a picked model
+# too large for wasm32's memory is refused with one line before any is read.
+urls+=("open:http://127.0.0.1:$port/index.html?cmd=$(urlenc './run models/tiny "Tell me a long story" -n 100000 --no-gen-config')")
+urls+=('js:new Promise(r => setTimeout(r, 1500)).then(() => { document.getElementById("stop").click(); return [window.lantern.status, document.getElementById("status").textContent]; })')
+urls+=('js:pick([{size: 5 * 1024 ** 3, name: "model.safetensors"}], "big"), [picked.length, document.getElementById("stderr").textContent]')
 
 echo "== ${#urls[@]} commands in headless Chromium"
 t0=$(date +%s)
@@ -94,12 +100,14 @@ def err_line(b):
     return lines[-1] if lines else None
 def stats(b):  # the -vv tensor lines ([T ...]), the numbers they print
     return [l for l in b.decode("utf-8", "replace").split("\n") if l.startswith("[T ")]
+natives = []
 for (name, cmd, *rest), page in zip(cases, pages):
     if page.get("timeout"):
         print("FAIL %s: the page did not finish" % name); fails += 1; continue
     words = shlex.split(cmd)
     words[0] = os.path.abspath("run")
     native = subprocess.run(words, cwd=web, input=(rest[0] + "\n").encode() if rest else b"", capture_output=True)
+    natives.append(native.stdout)
     out, err = base64.b64decode(page["out"]), base64.b64decode(page["err"])
     problems = []
     if out != native.stdout:
@@ -134,6 +142,19 @@ if serve.get("status") == 1 and line and "not available in the browser" in line:
     print("ok   serve: %s" % line)
 else:
     print("FAIL serve: %r" % serve); fails += 1
+# The comparison can fail: the sampled page against the greedy native output.
+if base64.b64decode(pages[0]["out"]) == natives[1]:
+    print("FAIL self-test: the sampled page's output equals the greedy one"); fails += 1
+stop, big = pages[len(cases) + 2], pages[len(cases) + 3]
+if stop.get("value") == [130, "stopped"]:
+    print("ok   Stop ends a running command: status %s, %r" % tuple(stop["value"]))
+else:
+    print("FAIL Stop: %r" % stop); fails += 1
+v = big.get("value") or [None, ""]
+if v[0] == 0 and v[1].count("\n") == 1 and v[1].startswith("error: big: 5.0 GiB does not fit"):
+    print("ok   a 5 GiB model is refused before it is read: %s" % v[1].strip())
+else:
+    print("FAIL the 5 GiB model: %r" % big); fails += 1
 first = pages[0]
 print("first output of '%s' %.0f ms after the page began to load (whole command %.0f ms)" %
       (cases[0][1], first.get("firstOutputMs") or -1, first.get("doneMs") or -1))

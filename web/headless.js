@@ -1,14 +1,17 @@
 // web/headless.js — opens pages of the browser build in headless Chromium
 // and prints what each one's command wrote, for tests/check_web.sh.
 //
-//   node --experimental-websocket web/headless.js [--timeout S] URL...
+//   node --experimental-websocket web/headless.js [--timeout S] URL|open:URL|js:EXPR...
 //
 // Each URL (index.html?cmd=...) is opened in turn in one Chromium; when the
 // page's command has ended (window.lantern.status is set), one JSON line:
 // {url, status, out (standard output's bytes, base64), err (base64), files
 // (what the command wrote: [name, bytes]), text (what #stdout shows),
 // firstOutputMs, doneMs}. A page that does not finish
-// within the timeout gives {url, timeout: true}. Chromium is driven over
+// within the timeout gives {url, timeout: true}. open:URL opens a page
+// without waiting for its command ({open: URL}); js:EXPR evaluates EXPR in
+// the page open now, while its command runs, and prints {js: EXPR, value}
+// (a test of Stop, or of what the page refuses). Chromium is driven over
 // its DevTools protocol; it runs with a fresh profile and no network
 // services (the machine may have no network at all).
 "use strict";
@@ -53,7 +56,7 @@ async function main() {
     ws.send(JSON.stringify({ id, method, params: params || {} }));
   });
   const evaluate = async (expr) => {
-    const r = await call("Runtime.evaluate", { expression: expr, returnByValue: true });
+    const r = await call("Runtime.evaluate", { expression: expr, returnByValue: true, awaitPromise: true });
     return r.result && r.result.result ? r.result.result.value : undefined;
   };
   const READ = `(() => { const L = window.lantern; if (!L || L.status === null) return null;
@@ -61,6 +64,17 @@ async function main() {
     return { status: L.status, out: b64(L.out), err: b64(L.err), files: L.files, text: document.getElementById("stdout").textContent,
              firstOutputMs: L.firstOutputMs, doneMs: L.doneMs }; })()`;
   for (const url of argv) {
+    if (url.startsWith("js:")) {
+      console.log(JSON.stringify({ js: url.slice(3), value: await evaluate(url.slice(3)) }));
+      continue;
+    }
+    if (url.startsWith("open:")) {
+      await call("Page.navigate", { url: url.slice(5) });
+      for (let i = 0; i < 100 && (await evaluate("window.lantern && document.getElementById('status').dataset.state")) !== "running"; i++)
+        await sleep(100);
+      console.log(JSON.stringify({ open: url.slice(5) }));
+      continue;
+    }
     await call("Page.navigate", { url });
     const t0 = Date.now();
     let got = null;
