@@ -13,8 +13,10 @@
 # flag must give ./run's one-line error and exit status, --report must hand
 # its page back (about the native page's size: it holds timings), a model file that is
 # not a model the loader's error (not a hung page), and serve a line saying
-# it is not available; Stop must end a long command, and a picked model too
-# large for the module's memory must be refused with one line. Prints the time of the default command's first output
+# it is not available; Stop must end a long command, a picked model too
+# large for the module's memory must be refused with one line, and a model
+# folder and a GGUF file picked with the page's file inputs (read from disk,
+# never uploaded) must print what ./run prints on the same files. Prints the time of the default command's first output
 # after the page began to load. An Emscripten build and Chromium do not fit
 # `make test`'s minutes: `make test-all` runs it. On a 2-core machine: about
 # 25 s once the module is built (16 pages, 14 s of them in Chromium), about
@@ -81,6 +83,17 @@ urls+=("http://127.0.0.1:$port/index.html?cmd=$(urlenc "./run serve")")
 urls+=("open:http://127.0.0.1:$port/index.html?cmd=$(urlenc './run models/tiny "Tell me a long story" -n 100000 --no-gen-config')")
 urls+=('js:new Promise(r => setTimeout(r, 1500)).then(() => { document.getElementById("stop").click(); return [window.lantern.status, document.getElementById("status").textContent]; })')
 urls+=('js:pick([{size: 5 * 1024 ** 3, name: "model.safetensors"}], "big"), [picked.length, document.getElementById("stderr").textContent]')
+# A model picked with the file inputs, read from this machine's disk by the
+# page: a folder's files (the page names it /picked/model) and a GGUF file.
+./run convert models/tiny build/check_web_tiny.gguf --type q8_0 >/dev/null 2>&1 ||
+    { echo "FAIL: ./run convert models/tiny build/check_web_tiny.gguf"; exit 1; }
+# run_picked ARGS: the page runs ./run on the model it was given (the page's
+# own name for it, pickedName) with ARGS.
+run_picked() { printf 'js:document.getElementById("cmd").value = "./run " + pickedName + %s; document.getElementById("run").click(); pickedName' \
+    "$(/usr/bin/python3 -c 'import json, sys; print(json.dumps(" " + sys.argv[1]))' "$1")"; }
+urls+=("open:http://127.0.0.1:$port/index.html"
+       "files:#folder:models/tiny" "$(run_picked '"Why is the sky blue?" -n 16 -s 7')" wait
+       "files:#gguf:build/check_web_tiny.gguf" "$(run_picked '"Hello there" -n 12 -s 3')" wait)
 
 echo "== ${#urls[@]} commands in headless Chromium"
 t0=$(date +%s)
@@ -155,6 +168,16 @@ if v[0] == 0 and v[1].count("\n") == 1 and v[1].startswith("error: big: 5.0 GiB 
     print("ok   a 5 GiB model is refused before it is read: %s" % v[1].strip())
 else:
     print("FAIL the 5 GiB model: %r" % big); fails += 1
+# The picked models: the last two results, against ./run on the same files.
+picks = [p for p in pages if p.get("wait")]
+for page, words, name in [(picks[0], [os.path.abspath("run"), "models/tiny", "Why is the sky blue?", "-n", "16", "-s", "7"], "a picked folder"),
+                          (picks[1], [os.path.abspath("run"), "build/check_web_tiny.gguf", "Hello there", "-n", "12", "-s", "3"], "a picked GGUF file")]:
+    native = subprocess.run(words, capture_output=True)
+    out = base64.b64decode(page.get("out", ""))
+    if page.get("status") == 0 and out == native.stdout and native.returncode == 0:
+        print("ok   %s: %d bytes of stdout, as ./run %s" % (name, len(out), words[1]))
+    else:
+        print("FAIL %s: status %s\n  native:  %r\n  browser: %r" % (name, page.get("status"), native.stdout[:200], out[:200])); fails += 1
 first = pages[0]
 print("first output of '%s' %.0f ms after the page began to load (whole command %.0f ms)" %
       (cases[0][1], first.get("firstOutputMs") or -1, first.get("doneMs") or -1))

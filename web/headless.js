@@ -11,7 +11,9 @@
 // within the timeout gives {url, timeout: true}. open:URL opens a page
 // without waiting for its command ({open: URL}); js:EXPR evaluates EXPR in
 // the page open now, while its command runs, and prints {js: EXPR, value}
-// (a test of Stop, or of what the page refuses). Chromium is driven over
+// (a test of Stop, or of what the page refuses); files:SELECTOR:PATH,...
+// puts files in a file input as if the user had picked them ({files}); wait
+// waits for the command a js: started, and prints what a URL does. Chromium is driven over
 // its DevTools protocol; it runs with a fresh profile and no network
 // services (the machine may have no network at all).
 "use strict";
@@ -63,26 +65,46 @@ async function main() {
     const b64 = (a) => { let s = ""; for (let i = 0; i < a.length; i += 8192) s += String.fromCharCode(...a.slice(i, i + 8192)); return btoa(s); };
     return { status: L.status, out: b64(L.out), err: b64(L.err), files: L.files, text: document.getElementById("stdout").textContent,
              firstOutputMs: L.firstOutputMs, doneMs: L.doneMs }; })()`;
-  for (const url of argv) {
-    if (url.startsWith("js:")) {
-      console.log(JSON.stringify({ js: url.slice(3), value: await evaluate(url.slice(3)) }));
-      continue;
-    }
-    if (url.startsWith("open:")) {
-      await call("Page.navigate", { url: url.slice(5) });
-      for (let i = 0; i < 100 && (await evaluate("window.lantern && document.getElementById('status').dataset.state")) !== "running"; i++)
-        await sleep(100);
-      console.log(JSON.stringify({ open: url.slice(5) }));
-      continue;
-    }
-    await call("Page.navigate", { url });
+  const finished = async (label) => {
     const t0 = Date.now();
     let got = null;
     while (!got && Date.now() - t0 < timeoutS * 1000) {
       await sleep(100);
       got = await evaluate(READ);
     }
-    console.log(JSON.stringify(got ? Object.assign({ url }, got) : { url, timeout: true }));
+    console.log(JSON.stringify(got ? Object.assign(label, got) : Object.assign(label, { timeout: true })));
+  };
+  for (const url of argv) {
+    if (url === "wait") {  // the command started by the js: before it
+      await finished({ wait: true });
+      continue;
+    }
+    if (url.startsWith("files:")) {  // files:SELECTOR:PATH,... as if picked in that file input (a folder input takes a folder)
+      const [, selector, paths] = url.match(/^files:([^:]+):(.*)$/);
+      const doc = await call("DOM.getDocument", {});
+      const node = await call("DOM.querySelector", { nodeId: doc.result.root.nodeId, selector });
+      if (!node.result || !node.result.nodeId) throw new Error(selector + ": " + JSON.stringify(node.error || node.result));
+      const set = await call("DOM.setFileInputFiles", { nodeId: node.result.nodeId, files: paths.split(",").map((p) => path.resolve(p)) });
+      if (set.error) throw new Error(selector + ": " + set.error.message);
+      console.log(JSON.stringify({ files: selector }));
+      continue;
+    }
+    if (url.startsWith("js:")) {
+      console.log(JSON.stringify({ js: url.slice(3), value: await evaluate(url.slice(3)) }));
+      continue;
+    }
+    if (url.startsWith("open:")) {
+      await call("Page.navigate", { url: url.slice(5) });
+      for (let i = 0; i < 100 && (await evaluate("location.href + ' ' + document.readyState")) !== url.slice(5) + " complete"; i++)
+        await sleep(100);
+      for (let i = 0; i < 100 && url.includes("cmd=") &&
+           (await evaluate("window.lantern && document.getElementById('status').dataset.state")) !== "running"; i++)
+        await sleep(100);
+      console.log(JSON.stringify({ open: url.slice(5) }));
+      continue;
+    }
+    await call("Page.navigate", { url });
+    await finished({ url });
   }
   ws.close();
 }
