@@ -19,7 +19,7 @@
 # never uploaded) must print what ./run prints on the same files. Prints the time of the default command's first output
 # after the page began to load. An Emscripten build and Chromium do not fit
 # `make test`'s minutes: `make test-all` runs it. On a 2-core machine: about
-# 25 s once the module is built (16 pages, 14 s of them in Chromium), about
+# 30 s once the module is built (most of it in Chromium), about
 # 5 minutes with the module's first build; CI's budget is 90.
 set -uo pipefail
 cd "$(dirname "$0")/.."
