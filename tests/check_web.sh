@@ -3,24 +3,25 @@
 # tier: all
 #
 # Builds the WebAssembly module (make web's web/build.sh, which links the
-# test models into build/web), serves the folder with python3 -m http.server and
-# opens commands in headless Chromium as index.html?cmd=... (web/headless.js).
-# Each page's standard output must equal the native ./run's, byte for byte,
-# run in build/web so every path reads the same: sampled text for the
-# default seed, greedy decoding, fwd's numbers, the lens's tables, info,
-# the tokenizer's ids, a test model of each family, the chat reading the
-# page's input box; with -vv, every tensor statistic line of the log. A bad
-# flag must give ./run's one-line error and exit status, --report must hand
-# its page back (about the native page's size: it holds timings), a model file that is
-# not a model the loader's error (not a hung page), and serve a line saying
-# it is not available; Stop must end a long command, a picked model too
-# large for the module's memory must be refused with one line, and a model
-# folder and a GGUF file picked with the page's file inputs (read from disk,
-# never uploaded) must print what ./run prints on the same files. Prints the time of the default command's first output
+# test models into build/web), serves the folder with python3 -m http.server
+# and opens commands in headless Chromium as index.html?cmd=...
+# (web/headless.js). Each page's standard output must equal the native
+# ./run's, byte for byte, run in build/web so every path reads the same:
+# sampled text for the default seed, greedy decoding, fwd's numbers, the
+# lens's tables, info, the tokenizer's ids, a test model of each family, the
+# chat reading the page's input box; with -vv, every tensor statistic line
+# of the log. A bad flag must give ./run's one-line error and exit status,
+# --report must hand its page back (about the native page's size: it holds
+# timings), a model file that is not a model the loader's error (not a hung
+# page), and serve a line saying it is not available. Stop must end a long
+# command, a picked model too large for the module's memory must be refused
+# with one line, and a model folder and a GGUF file picked with the page's
+# file inputs (read from disk, never uploaded) must print what ./run prints
+# on the same files. Prints the time of the default command's first output
 # after the page began to load. An Emscripten build and Chromium do not fit
 # `make test`'s minutes: `make test-all` runs it. On a 2-core machine: about
-# 30 s once the module is built (most of it in Chromium), about
-# 5 minutes with the module's first build; CI's budget is 90.
+# 30 s once the module is built (most of it in Chromium), about 5 minutes
+# with the module's first build; CI's budget is 90.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
