@@ -8,6 +8,7 @@
 #   make unit     the doctest cases alone (making the test models first if they are missing)
 #   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
+#   make web      the engine as WebAssembly and a page that runs ./run's commands (build/web/)
 
 CXX      ?= g++
 BUILD    := build
@@ -64,8 +65,14 @@ endif
 
 # What a user sets in CXXFLAGS (make CXXFLAGS=-O3, or in the environment)
 # adds to the flags Lantern needs; it replaces only the default -O2 -g.
+# -ffp-contract=off: the compiler may not fuse a * b + c into one
+# multiply-add, which rounds once where the code says twice. GCC fuses by
+# default wherever the CPU has the instruction (x86 with -march=native, every
+# ARM64) and WebAssembly has none, so the same line would give different bits
+# on different machines. Where the engine wants a fused multiply-add (the
+# fast kernels), it says so: std::fma or an intrinsic (book/19-browser.md).
 CXXFLAGS ?= -O2 -g
-override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
+override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
 LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -ledit -lpthread
 # Each object depends on the headers it includes: the compiler writes the
 # list (-MMD) into build/x.d next to build/x.o, and make reads them back.
@@ -207,6 +214,14 @@ bench: all
 
 clean:
 	rm -rf $(BUILD) run
+
+# The browser (book/19-browser.md): `make web` builds the engine with
+# Emscripten into build/web/ (web/build.sh): index.html, the WebAssembly
+# module, the default model; serve the folder with python3 -m http.server.
+.PHONY: web
+web:
+	@bash tools/install_deps.sh web
+	@bash web/build.sh
 
 # The book: `make book` renders book/*.md and their Chinese twins book/zh/*.md
 # to HTML in build/book/ and build/book/zh/ (tools/book_render.py, pandoc);

@@ -45,3 +45,14 @@ static inline uint16_t f32_to_bf16(float f) {
 }
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
+
+// exp and log of a double, computed by Lantern itself rather than the C
+// library's: each libm rounds the last bit its own way (glibc, macOS's and
+// the browser's musl differ on a few inputs in a million), and the sampler
+// and the lens sum these values, so a different last bit can print a
+// different probability or, rarely, pick a different token. These give the
+// same bits on every machine (plain double arithmetic, no fused
+// multiply-add), within one ulp of the true value (fdlibm's method;
+// tests/test_exp_log.cpp compares them with libm). See book/19-browser.md.
+double lantern_exp(double x);
+double lantern_log(double x);

@@ -138,7 +138,7 @@ void softmax(float* x, int n) {
     for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
     double sum = 0;
     for (int i = 0; i < n; i++) {
-        x[i] = std::exp(x[i] - max);
+        x[i] = (float)lantern_exp(x[i] - max);  // the engine's own exp: the same bits with every libm
         sum += x[i];
     }
     float inv = (float)(1.0 / sum);
@@ -151,7 +151,7 @@ void softmax(float* x, int n) {
 void swiglu_plain(float* gate, const float* up, int n) {
     for (int i = 0; i < n; i++) {
         float g = gate[i];
-        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+        gate[i] = g / (1.0f + (float)lantern_exp(-g)) * up[i];
     }
 }
 

@@ -92,9 +92,9 @@ double mean_row_entropy_bits(const float* p, int rows, int cols) {
         double h = 0;
         for (int c = 0; c < cols; c++) {
             double v = p[(size_t)r * cols + c];
-            if (v > 0) h -= v * std::log2(v);
+            if (v > 0) h -= v * lantern_log(v);  // in nats; the engine's own log: the same bits everywhere
         }
-        total += h;
+        total += h / 0.69314718055994530942;  // nats to bits
     }
     return total / rows;
 }

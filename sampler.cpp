@@ -1,6 +1,7 @@
 // sampler.cpp — the sampling chain: penalties, greedy, top-k, top-p,
 // temperature, roulette; and the xorshift128 generator that feeds the draw.
 #include "sampler.h"
+#include "common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -148,11 +149,11 @@ int apply_top_p(float* logits, int n, float p, std::vector<int>& order) {
     });
     float max = logits[order[0]];
     double sum = 0.0;
-    for (int i : order) sum += std::exp((double)logits[i] - max);
+    for (int i : order) sum += lantern_exp((double)logits[i] - max);
     double cumulative = 0.0;
     size_t keep = order.size();
     for (size_t j = 0; j < order.size(); j++) {
-        cumulative += std::exp((double)logits[order[j]] - max) / sum;
+        cumulative += lantern_exp((double)logits[order[j]] - max) / sum;
         if (cumulative >= p) {
             keep = j + 1;
             break;
@@ -178,7 +179,7 @@ double softmax_with_temperature(float* logits, int n, float temperature) {
     float inv_t = 1.0f / temperature;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
-        logits[i] = logits[i] > NEG_INF ? std::exp((logits[i] - max) * inv_t) : 0.0f;
+        logits[i] = logits[i] > NEG_INF ? (float)lantern_exp((logits[i] - max) * inv_t) : 0.0f;
         sum += logits[i];
     }
     return sum;
@@ -228,7 +229,7 @@ void sampler_accept(Sampler& s, int token) {
 static double describe(const float* logits, int n, SampleInfo& info) {
     float max = logits[sample_argmax(logits, n)];
     double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += std::exp((double)logits[i] - max);
+    for (int i = 0; i < n; i++) sum += lantern_exp((double)logits[i] - max);
     info.n_top = 0;
     for (int i = 0; i < n; i++) {
         int at = info.n_top;
@@ -236,7 +237,7 @@ static double describe(const float* logits, int n, SampleInfo& info) {
         if (at >= SampleInfo::TOP) continue;
         int last = std::min(info.n_top, SampleInfo::TOP - 1);
         for (int j = last; j > at; j--) info.top[j] = info.top[j - 1];
-        info.top[at] = {i, logits[i], (float)(std::exp((double)logits[i] - max) / sum)};
+        info.top[at] = {i, logits[i], (float)(lantern_exp((double)logits[i] - max) / sum)};
         if (info.n_top < SampleInfo::TOP) info.n_top++;
     }
     return sum;
@@ -271,7 +272,7 @@ int sample(Sampler& s, float* logits, int n, SampleInfo* info) {
     }
     if (info) {
         info->token = token;
-        info->prob = (float)(std::exp((double)s.saved[token] - info->top[0].logit) / norm);
+        info->prob = (float)(lantern_exp((double)s.saved[token] - info->top[0].logit) / norm);
     }
     return token;
 }

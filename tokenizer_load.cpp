@@ -403,7 +403,13 @@ static void compile_split_regex(Tokenizer& tok) {
         pcre2_get_error_message(err, msg, sizeof msg);
         fail("%s: split regex does not compile at offset %zu: %s", tok.path.c_str(), (size_t)at, (const char*)msg);
     }
-    if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) != 0) LOGW(CAT_TOKENIZER, "tokenizer: regex JIT unavailable, matching interpreted (slower)");
+    // A PCRE2 built without the JIT (the browser's: a page cannot make
+    // machine code) matches interpreted as planned, so only a library that
+    // has the JIT and fails to use it is worth a warning.
+    uint32_t has_jit = 0;
+    pcre2_config(PCRE2_CONFIG_JIT, &has_jit);
+    if (pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) != 0 && has_jit)
+        LOGW(CAT_TOKENIZER, "tokenizer: regex JIT unavailable, matching interpreted (slower)");
     tok.split_regex.reset(code, [](pcre2_real_code_8* c) { pcre2_code_free(c); });
 }
 

@@ -6,6 +6,7 @@
 // capture, and what follows is arithmetic on those numbers with the model's
 // own final norm and LM head.
 #include "lens/lens.h"
+#include "common.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -115,7 +116,7 @@ LensReading lens_read(const float* logits, int vocab, int k, int target) {
     LensReading r;
     float mx = *std::max_element(logits, logits + vocab);
     double sum = 0;
-    for (int i = 0; i < vocab; i++) sum += std::exp((double)logits[i] - mx);
+    for (int i = 0; i < vocab; i++) sum += lantern_exp((double)logits[i] - mx);
     k = std::min(k, vocab);
     std::vector<int> idx(vocab);
     for (int i = 0; i < vocab; i++) idx[i] = i;
@@ -123,9 +124,9 @@ LensReading lens_read(const float* logits, int vocab, int k, int target) {
                       [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
     for (int i = 0; i < k; i++) {
         r.top.push_back(idx[i]);
-        r.top_prob.push_back((float)(std::exp((double)logits[idx[i]] - mx) / sum));
+        r.top_prob.push_back((float)(lantern_exp((double)logits[idx[i]] - mx) / sum));
     }
-    r.target_prob = (float)(std::exp((double)logits[target] - mx) / sum);
+    r.target_prob = (float)(lantern_exp((double)logits[target] - mx) / sum);
     r.target_rank = 1;
     for (int i = 0; i < vocab; i++)
         if (logits[i] > logits[target] || (logits[i] == logits[target] && i < target)) r.target_rank++;
@@ -217,8 +218,8 @@ static double target_logprob(Net& net, const std::vector<int>& tokens, int targe
     int V = net.model->cfg.vocab;
     float mx = *std::max_element(lg, lg + V);
     double sum = 0;
-    for (int i = 0; i < V; i++) sum += std::exp((double)lg[i] - mx);
-    return (double)lg[target] - mx - std::log(sum);
+    for (int i = 0; i < V; i++) sum += lantern_exp((double)lg[i] - mx);
+    return (double)lg[target] - mx - lantern_log(sum);
 }
 
 std::vector<AblationEffect> ablation_effects(Net& net, const std::vector<int>& tokens, int pos, int target) {

@@ -131,6 +131,8 @@ for p in sorted(pages):
         target = html.unescape(target)
         if re.match(r"^[a-z]+:", target) or not target:
             continue
+        if re.match(r"^(\.\./)+web/index\.html\?cmd=", target):
+            continue  # a Run button: the browser build's page (make web), outside the book; tests/check_web.sh runs it
         path, _, frag = target.partition("#")
         full = os.path.normpath(os.path.join(os.path.dirname(p), path)) if path else p
         if not os.path.exists(full):

@@ -2,7 +2,7 @@
 # tests/check_setup_layers.sh — tools/install_deps.sh installs in layers:
 # `make run` (layer run) asks apt only for what building and running need,
 # `make test` (layer test) adds what its checks use, `make test-all` (layer
-# all) the cross compiler, qemu and clang. Run on a copy of the script with
+# all) the cross compiler, qemu and clang; `make web` (layer web) Emscripten. Run on a copy of the script with
 # stand-ins for apt-get, dpkg, dpkg-query and npm that report every package
 # missing and record what would be installed; nothing is installed.
 set -u
@@ -35,7 +35,7 @@ EOF
 printf '#!/bin/sh\necho v20.0.0\n' >"$T/bin/node"
 chmod +x "$T/bin/"*
 
-for layer in run test all; do
+for layer in run test all web; do
     LOG="$T/$layer.log" PATH="$T/bin:$PATH" bash "$T/repo/tools/install_deps.sh" "$layer" >"$T/$layer.out" 2>&1 ||
         bad "install_deps.sh $layer exited $?: $(tail -2 "$T/$layer.out")"
     grep "install" "$T/$layer.log" 2>/dev/null | tr ' ' '\n' | grep -v '^-' | sort -u >"$T/$layer.pkgs"
@@ -59,5 +59,10 @@ for p in qemu-user-static g++-aarch64-linux-gnu clang libutf8proc-dev:arm64 pyth
 grep -q "npm ci" "$T/run.log" 2>/dev/null && bad "layer run installs the tools' npm modules"
 grep -q "npm ci" "$T/test.log" 2>/dev/null || bad "layer test does not install the tools' npm modules"
 [ $fails = $f0 ] && ok "make test-all's layer adds the cross compiler, qemu, clang; npm modules from the test layer on"
+f0=$fails
+for p in emscripten node-acorn dpkg-dev libutf8proc-dev libpcre2-dev nlohmann-json3-dev; do has web "$p" || bad "layer web does not install $p"; done
+for p in python3-torch chromium clang; do has web "$p" && bad "layer web (make web) installs $p, which only the tests use"; done
+has all emscripten || bad "layer all does not install emscripten (tests/check_web.sh)"
+[ $fails = $f0 ] && ok "make web's layer: Emscripten, acorn and dpkg-dev beside the build's libraries"
 [ $fails = 0 ] && echo "all setup layer checks passed"
 [ $fails = 0 ]

@@ -67,7 +67,7 @@ div.sourceCode{overflow-x:auto;max-width:100%}
 pre.try{border-left-color:#6a9f5c} pre.quote{border-left-color:#5c7f9f} pre.illustrative{border-left-color:#bbb}
 pre.diagram{background:#fbfbf8;border-left-color:#e4dcc0}
 div.cmd{font:13px/1.4 ui-monospace,monospace;color:#666;margin-top:1em;white-space:pre-wrap;overflow-wrap:anywhere}
-div.cmd a{color:#5c7f9f}
+div.cmd a{color:#5c7f9f} div.cmd.run{margin:.2em 0 0;color:#4a7a3c} div.cmd.run a{color:#3b6e2c}
 a{color:#8a5a00} code{overflow-wrap:anywhere} pre code{overflow-wrap:normal}
 img{max-width:100%;height:auto}
 figure{margin:1.5em 0} figcaption{font-size:14px;color:#555}
@@ -215,17 +215,120 @@ def rewrite_links(text, src_dir, out_page, out, book_dir):
     return "\n".join(lines)
 
 
-def mark_blocks(text, code_href, page_lang="en"):
+# ----------------------------------------------------------------------------- Run buttons
+
+# The sections whose commands a reader runs, in both languages: their ./run
+# commands get a link that opens them in the browser build (make web,
+# build/web/index.html?cmd=...), and a block the page cannot run says why.
+RUN_SECTIONS = {"Observe and verify", "Try it", "观察与验证", "动手试试"}
+# The models beside the page: the default one and the test models (make
+# models; web/build.sh links them into build/web/models/).
+def _web_models():
+    names = {"trained/kjv"}
+    try:
+        with open(os.path.join(ROOT, "tools", "make_models.sh")) as f:
+            for line in f:
+                if "LANTERN_BIG_MODEL" in line:
+                    continue
+                for m in re.finditer(r"make_one (\S+)|--out (models/\S+)", line):
+                    names.add(m.group(2) or "models/" + m.group(1))
+    except OSError:
+        pass
+    return names
+WEB_MODELS = _web_models()
+OUTPUT_FLAGS = {"--report", "--trace-json", "--dump", "--graph", "--batch-trace"}
+# What the line under a block says, in English and in Chinese: the link's
+# label, and why a block cannot run in the page.
+RUN_WORDS = {
+    "run": ("run in the browser: ", "在浏览器里运行："),
+    "terminal": ("in a terminal only: %s", "只能在终端里运行：%s"),
+    "shell": ("it uses the shell (a pipe, a redirection or a second program)", "它用到 shell（管道、重定向或另一个程序）"),
+    "other": ("it is not a ./run command", "它不是 ./run 命令"),
+    "serve": ("the server needs a port, which a page has not", "服务器要监听端口，网页做不到"),
+    "bench": ("bench measures the native build", "bench 测的是原生构建的速度"),
+    "cuda": ("it needs a GPU", "它需要 GPU"),
+    "convert": ("convert writes a model file to disk", "convert 要把模型文件写到磁盘"),
+    "file": ("it reads %s, which the page does not have", "它要读 %s，网页里没有这个文件"),
+}
+
+
+def web_runnable(cmd):
+    """("", words) when the browser build can run CMD, else (reason key, argument)."""
+    import shlex
+    if re.search(r"[|;&<>`]|\$\(", cmd):
+        return "shell", None
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return "shell", None
+    if not words or words[0] != "./run":
+        return "other", None
+    sub = words[1] if len(words) > 1 else ""
+    if sub in ("serve", "bench", "convert"):
+        return sub, None
+    if "--device" in words and "cuda" in words:
+        return "cuda", None
+    prev = ""
+    for w in words[1:]:
+        looks_like_file = not w.startswith("-") and ("/" in w or re.search(r"\.(gguf|json|txt|safetensors)$", w))
+        if looks_like_file and prev not in OUTPUT_FLAGS and w.rstrip("/") not in WEB_MODELS and \
+                not any(w.startswith(m + "/") for m in WEB_MODELS):
+            return "file", w
+        prev = w
+    return "", words
+
+
+def run_links(cmds, root, page_lang):
+    """The line under a block: a link per command the page can run, or why it cannot."""
+    from urllib.parse import quote
+    def words(key):
+        return RUN_WORDS[key][page_lang == "zh"]
+    links, why = [], None
+    for c in cmds:
+        key, arg = web_runnable(c)
+        if key:
+            why = why or (words(key) % arg if arg else words(key))
+        else:
+            links.append('<a class="run" href="%s../web/index.html?cmd=%s">&#9654; %s</a>' % (
+                root, quote(c, safe=""), html.escape(c)))
+    if links:
+        return '<div class="cmd run">%s%s</div>' % (words("run"), " &middot; ".join(links))
+    if why:
+        return '<div class="cmd run">%s</div>' % (words("terminal") % html.escape(why))
+    return None
+
+
+def mark_blocks(text, code_href, page_lang="en", root=""):
     """Fence info strings become classes pandoc understands; checked and illustrative blocks
     get a caption line saying what they are, in the page's language (the command, the file
     and the reason are the info string's, the same in both)."""
     lines = []
-    for line in text.split("\n"):
+    section, src, fence_end = "", text.split("\n"), None
+    for i, line in enumerate(src):
+        if fence_end is not None:
+            if i == fence_end:
+                fence_end = None
+            lines.append(line)
+            continue
+        h = re.match(r"##\s+(.*?)\s*(\{#[^}]*\})?\s*$", line)
+        if h:
+            section = h.group(1)
         m = FENCE.match(line)
         if m and m.group(3):
             kind, arg = kind_of(m.group(3))
             lang = m.group(3).split()[0]
             cap = None
+            # The block's own lines, up to its closing fence.
+            end = next((j for j in range(i + 1, len(src))
+                        if FENCE.match(src[j]) and FENCE.match(src[j]).group(2)[0] == m.group(2)[0]
+                        and len(FENCE.match(src[j]).group(2)) >= len(m.group(2)) and not FENCE.match(src[j]).group(3)),
+                       len(src))
+            fence_end = end
+            run = None
+            if section in RUN_SECTIONS and kind in ("try", "output"):
+                cmds = [arg] if kind == "output" else [l.strip() for l in src[i + 1:end]
+                                                       if l.strip() and not l.strip().startswith("#")]
+                run = run_links(cmds, root, page_lang)
             if kind == "try":
                 line = m.group(1) + m.group(2) + " {.sh .try}"
             elif kind == "output":
@@ -243,6 +346,8 @@ def mark_blocks(text, code_href, page_lang="en"):
                 line = m.group(1) + m.group(2) + " " + lang
             if cap:
                 lines += ["```{=html}", '<div class="cmd">%s</div>' % cap, "```", ""]
+            if run:
+                lines += ["```{=html}", run, "```", ""]
         lines.append(line)
     return "\n".join(lines)
 
@@ -485,7 +590,7 @@ def render(out, student=False, book_dir=None):
             if lang == "zh" and rel_out[3:] in ids:
                 text = with_ids(text, ids[rel_out[3:]])
             code_href = lambda fname: root + "../../" + paths.get(fname, fname)
-            md = mark_blocks(text, code_href, lang)
+            md = mark_blocks(text, code_href, lang, root)
             r = pandoc_page(md, target, title, root, lua, before, after,
                             toc=not os.path.basename(target).startswith(("00-", "index")),
                             lang="zh-CN" if lang == "zh" else "en")

@@ -9,12 +9,16 @@
 #                                the npm modules of the reference scripts (tools/package.json)
 #   tools/install_deps.sh all    and what `make test-all` adds: clang with its libFuzzer and
 #                                sanitizer runtimes, the aarch64 cross compiler, qemu and the
-#                                arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code)
+#                                arm64 libraries (tests/check_arm64.sh runs Lantern as ARM code),
+#                                and the web layer's packages
+#   tools/install_deps.sh web    run's, and what `make web` adds: Emscripten (Debian's, with the
+#                                acorn its optimizer needs) and dpkg-dev, whose dpkg-source
+#                                unpacks the utf8proc and PCRE2 sources the browser build compiles
 # Without an argument: all. Safe to run again: each step checks first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 layer=${1:-all}
-case "$layer" in run | test | all) ;; *) echo "usage: tools/install_deps.sh [run|test|all]" >&2; exit 2 ;; esac
+case "$layer" in run | test | all | web) ;; *) echo "usage: tools/install_deps.sh [run|test|all|web]" >&2; exit 2 ;; esac
 
 # Without apt (macOS, other Linux distributions) nothing is installed: the
 # script names what the build needs and stops (README.md: Setup).
@@ -40,10 +44,12 @@ fi
 
 APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-dev libcpp-httplib-dev libedit-dev curl
 ca-certificates"
-[ "$layer" = run ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
+WEB_PACKAGES="emscripten node-acorn dpkg-dev"
+[ "$layer" != web ] || APT_PACKAGES="$APT_PACKAGES $WEB_PACKAGES"
+[ "$layer" = run ] || [ "$layer" = web ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
 libopenblas0-serial bible-kjv pandoc chromium fonts-noto-cjk tmux"
 [ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
-qemu-user-static"
+qemu-user-static $WEB_PACKAGES"
 # Node.js may come from Debian or from elsewhere (a nodejs that bundles npm
 # conflicts with Debian's npm package), so it is asked for by command.
 if [ "${have_apt:-1}" = 0 ]; then
@@ -106,7 +112,7 @@ fi
 # Debian 12's own nodejs is 18, where its install script fails: there the
 # modules are installed without their scripts, and the llama.cpp checks say
 # they are skipped (the other modules work on 18).
-if [ "$layer" != run ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
+if [ "$layer" != run ] && [ "$layer" != web ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
     echo "deps: npm install in tools/"
     scripts=""
     if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then
