@@ -27,7 +27,7 @@ CXXFLAGS := -std=c++17 -O2 -fexceptions -ffp-contract=off -Wall -Wno-unused-para
 # machine code, so matching is interpreted.
 PCRE2_FLAGS := -O2 -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DSUPPORT_UNICODE -DSUPPORT_PCRE2_8 -DPCRE2_STATIC \
                -DHAVE_MEMMOVE -DHAVE_STRERROR -I$(OBJ)/pcre2 -I$(PCRE2)
-ENGINE_SRCS := $(filter-out main.cpp,$(wildcard *.cpp cpu/*.cpp gguf/*.cpp)) cpu/arm/kernels_neon.cpp cuda/net_cuda.cpp \
+ENGINE_SRCS := $(filter-out main.cpp,$(wildcard *.cpp cpu/*.cpp gguf/*.cpp lens/*.cpp)) cpu/arm/kernels_neon.cpp cuda/net_cuda.cpp \
                main.cpp web/stubs.cpp
 ENGINE_OBJS := $(ENGINE_SRCS:%.cpp=$(OBJ)/%.o)
 PCRE2_NAMES := auto_possess chartables compile config context convert dfa_match error extuni find_bracket \
