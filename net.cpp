@@ -30,6 +30,7 @@
 #include <cstring>
 #include "logging.h"
 #include "device.h"
+#include "generate.h"  // ctx_hint
 
 static void grow(LineVector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -311,7 +312,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     if (pos < net.first_pos || pos > net.n_past)
         fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
     if (pos + T > net.kv.n_ctx)
-        fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
+        fail("context full: %d + %d tokens exceed the KV cache of %d positions (%s)", pos, T, net.kv.n_ctx, ctx_hint(net).c_str());
     for (int t = 0; t < T; t++)
         if (tokens[t] < 0 || tokens[t] >= c.vocab) fail("token id %d is outside the vocabulary [0, %d)", tokens[t], c.vocab);
     if (g_device == Device::CUDA && (!net.ablate.heads.empty() || !net.ablate.mlps.empty()))
