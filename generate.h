@@ -17,7 +17,7 @@
 
 // ---------------------------------------------------------------------------
 // The one load sequence: kernels -> model -> quantize -> tokenizer -> KV cache.
-// The fields are the command line's engine flags (cli.cpp).
+// The fields are the command line's engine flags (cli_flags.cpp).
 struct EngineOptions {
     std::string model;                    // folder or .safetensors; "" = default_model_path()
     int ctx = 0;                          // KV cache positions; 0 = min(4096, the model's max)

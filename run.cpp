@@ -1,5 +1,5 @@
 // run.cpp — generation on the command line: `./run [MODEL] "prompt"` and
-// `./run chat`. The flags are parsed in cli.cpp, the model is loaded by
+// `./run chat`. The flags are parsed in cli_flags.cpp, the model is loaded by
 // engine_load() and the loop itself is generate() (generate.cpp); this file
 // turns options into a prompt and prints what comes back.
 #include <algorithm>
