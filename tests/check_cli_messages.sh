@@ -70,4 +70,7 @@ check "on a quiet machine: no note" $?
 LANTERN_LOADAVG="$T/busy" $RUN encode $M "Hello world" --time >/dev/null 2>"$T/e"
 grep -q "load average 100.0" "$T/e"
 check "encode --time on a busy machine: the same note" $?
+LANTERN_LOADAVG="$T/busy" $RUN $M hi -n 2 --report "$T/r.html" >/dev/null 2>&1
+grep -q "Note: load average 100.0 on [0-9]* cores" "$T/r.html"
+check "the HTML report's timings on a busy machine: the same note" $?
 summary
