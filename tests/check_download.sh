@@ -17,14 +17,14 @@
 #      a folder already downloaded needs no network.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 for tool in curl sha256sum /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "skipped: needs $tool"; exit 77; }
+    command -v "$tool" >/dev/null || skip "needs $tool"
 done
 [ -x build/gen_model ] && [ -x ./run ] || { echo "FAIL build/gen_model or ./run missing (run make)"; exit 1; }
 T=$(mktemp -d)
 MOCK=""
 trap '[ -z "$MOCK" ] || kill "$MOCK" 2>/dev/null; [ -z "$MOCK" ] || wait "$MOCK" 2>/dev/null; rm -rf "$T"' EXIT
-. tests/lib.sh
 show() { echo "  exit $rc; stdout:"; sed 's/^/    /' "$T/out"; echo "  stderr:"; sed 's/^/    /' "$T/err"; }
 H=$T/hub O=$T/models R=lantern-test
 sha() { sha256sum "$1" | cut -d' ' -f1; }
