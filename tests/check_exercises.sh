@@ -68,7 +68,7 @@ while read -r ex file says; do
     [ -n "$ex" ] || continue
     log=build/exercise/$ex.slip.${file%.cpp}.log
     STUB=tests/data/exercise_slips/$file make -s --no-print-directory exercise EX="$ex" >"$log" 2>&1; rc=$?
-    if [ $rc != 0 ] && grep -q "^NOT YET  $ex" "$log" && grep -qF "$says" "$log"; then
+    if [ $rc = 0 ] && grep -q "^NOT YET  $ex" "$log" && grep -qF "$says" "$log"; then
         echo "ok    $ex: the slip in $file fails and is named (\"$says\")"
     else echo "FAIL  $ex: $file should fail with a message containing \"$says\" (rc=$rc), last lines of $log:"
         tail -15 "$log" | sed 's/^/      /'; failed=1; fi
