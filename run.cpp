@@ -530,8 +530,8 @@ int cmd_chat(int argc, char** argv) {
         }
         if (verbose) print_summary(r);
         if (r.finish == Finish::Context)
-            fprintf(stderr, "context full: the reply was cut at %d positions. /reset starts over.\n",
-                    s.net.kv.n_ctx);
+            fprintf(stderr, "context full: the reply was cut at %d positions (%s); /reset starts over.\n",
+                    s.net.kv.n_ctx, ctx_hint(s.net).c_str());
     }
     trace_finish(transcript, "chat");
     return 0;

@@ -22,6 +22,9 @@ check "fwd past the default model's 256 positions names its limit, not --ctx" $?
 $RUN fwd $M 3 500 --ctx 100 >/dev/null 2>"$T/e"
 grep -qx "error: context full: 500 + 1 tokens exceed the KV cache of 100 positions (raise --ctx, up to 4096)" "$T/e"
 check "fwd past a smaller --ctx says how far --ctx goes" $?
+printf 'Hi\n' | $RUN chat $M --ctx 40 -n 100 -t 0 >/dev/null 2>"$T/e"
+grep -qx "context full: the reply was cut at 40 positions (raise --ctx, up to 4096); /reset starts over." "$T/e"
+check "a chat reply cut by a full context says how far --ctx goes" $?
 
 # --- the help: each default said once, and where it comes from
 $RUN --help >"$T/h" 2>&1
