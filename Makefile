@@ -5,7 +5,8 @@
 #                 the engine (minutes); last line "N passed, N failed, N skipped"
 #   make test-all the same plus the long checks: fuzzing, sanitizers, ARM under qemu, the clang
 #                 build, the whole book run and in Chromium, llama.cpp parity (CI runs this)
-#   make unit     the doctest cases alone (making the test models first if they are missing)
+#   make unit     install doctest, build, the doctest cases alone (making the test models first
+#                 if they are missing)
 #   make test-arm64  the same engine built for 64-bit ARM, tested under emulation (qemu)
 #   make bench    speed of the tokenizer and of the forward pass on the 0.5B-shaped model
 #   make web      the engine as WebAssembly and a page that runs ./run's commands (build/web/)
@@ -13,6 +14,21 @@
 CXX      ?= g++
 BUILD    := build
 .DEFAULT_GOAL := all
+
+# --- Output -----------------------------------------------------------------
+# One short line a file ("CXX net.cpp") instead of the full compiler command,
+# as the Linux kernel's build prints; `make V=1` prints the full commands,
+# `make -s` nothing.
+ifeq ($(V),1)
+Q   :=
+say := @true
+else ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+Q   := @
+say := @true
+else
+Q   := @
+say := @echo
+endif
 
 # --- Flags ------------------------------------------------------------------
 # ARCH picks the instruction set. On x86-64 the AVX2 and AVX-512 kernel files
@@ -112,36 +128,43 @@ ENGINE_OBJS += $(BUILD)/cuda/kernels_cuda.o
 LDLIBS      += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 $(BUILD)/cuda/kernels_cuda.o: cuda/kernels_cuda.cu cuda/kernels_cuda.h | $(BUILD)
 	@mkdir -p $(@D)
-	$(NVCC) -std=c++17 -O2 -I. $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
+	$(say) NVCC $<
+	$(Q)$(NVCC) -std=c++17 -O2 -I. $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -c -o $@ $<
 endif
 
-.PHONY: all deps deps-run deps-test models run test test-all unit bench clean
+.PHONY: all deps deps-run deps-unit deps-test models run test test-all unit bench clean
 all: $(BUILD)/run $(BUILD)/gen_model
 	@ln -sf $(BUILD)/run run
 
 $(BUILD)/run: $(ENGINE_OBJS) $(BUILD)/main.o
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(BUILD)
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
+	$(say) CXX $<
+	$(Q)$(CXX) $(CXXFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.cpp $(BUILD)/tests/%.d | $(BUILD)
 	@mkdir -p $(BUILD)/tests
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
+	$(say) CXX $<
+	$(Q)$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -c -o $@ $<
 
 # serve_page.html, the page `./run serve` answers GET / with, goes into the
 # binary as one C++ raw string literal that serve/server.cpp includes.
 $(BUILD)/serve_page.inc: serve/serve_page.html | $(BUILD)
-	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@
+	$(say) GEN $@
+	$(Q){ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@
 $(BUILD)/serve/server.o: $(BUILD)/serve_page.inc
 $(BUILD)/serve/server.o: override CXXFLAGS += -I$(BUILD)
 
 $(BUILD)/unit_tests: $(ENGINE_OBJS) $(TEST_OBJS)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
+	$(say) CXX $<
+	$(Q)$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
 
 # One matrix product's speed at the 0.5B shapes (not part of `all`; book/11-performance.md).
 $(BUILD)/matmul_speed: tools/matmul_speed.cpp $(ENGINE_OBJS) | $(BUILD)
@@ -151,10 +174,13 @@ $(BUILD):
 	@mkdir -p $(BUILD)
 
 # Installs missing apt packages and npm modules, fetches the Qwen tokenizer:
-# deps-run what building and running need, deps-test what `make test` needs
-# too, deps everything (tools/install_deps.sh says what each layer holds).
+# deps-run what building and running need, deps-unit the unit tests' doctest
+# too, deps-test what `make test` needs too, deps everything
+# (tools/install_deps.sh says what each layer holds).
 deps-run:
 	@bash tools/install_deps.sh run
+deps-unit:
+	@bash tools/install_deps.sh unit
 deps-test:
 	@bash tools/install_deps.sh test
 deps:
@@ -190,7 +216,8 @@ test-all: deps
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh all
 
-unit: all $(BUILD)/unit_tests
+unit: deps-unit
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/unit_tests
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_all.sh unit
 
@@ -255,12 +282,14 @@ report-check: all models
 # student's chapters/rmsnorm/stub.cpp into the engine in place of the real
 # function and runs its checker; SOLUTION=1 puts the engine's own function
 # in the stub's place (it must pass); JSON=1 prints the result as JSON
-# (tools/grade_class.sh grades a class with it). Without EX: the list.
+# (tools/grade_class.sh grades a class with it). Without EX: the list. It ends
+# on the checker's verdict, with status 0 after NOT YET (a make error line
+# after it would read as a broken build); JSON=1 keeps the checker's status.
 .PHONY: exercise
 exercise: all
 	@$(MAKE) --no-print-directory models
 	@CXX="$(CXX)" CXXFLAGS="$(CXXFLAGS)" LDLIBS="$(LDLIBS)" OBJS="$(ENGINE_OBJS)" \
-	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution) $(if $(JSON),--json)
+	    bash chapters/build_exercise.sh "$(EX)" $(if $(SOLUTION),--solution) $(if $(JSON),--json,--verdict)
 
 # The student pack (chapters/make_student_pack.py): the tree with every exercise's
 # function replaced by its stub, no answer key, no tests; in $(BUILD)/student-pack.

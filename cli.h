@@ -76,8 +76,9 @@ int run_command_line(int argc, char** argv);
 KernelSet parse_kernel_set(const char* flag, const std::string& name);  // fast | plain | scalar | avx2 | avx512
 DType parse_float_type(const char* flag, const std::string& name);      // f32 | f16 | bf16
 int parse_int_arg(const char* flag, const char* s, int lo, int hi);
-// One line: the sampling settings in effect and where each came from.
-std::string sampling_summary(const Options& o);
+// One line: the sampling settings in effect and where each came from; the
+// penalties that are off at their defaults are left out unless `every`.
+std::string sampling_summary(const Options& o, bool every = false);
 // The chat's /set NAME VALUE: sampling flag --NAME applied to `o` as on the
 // command line (throws LanternError on a bad name or value); returns "--temp" etc.
 std::string set_sampling_flag(const char* command, Options& o, std::string name, const std::string& value);

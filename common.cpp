@@ -1,6 +1,12 @@
-// common.cpp — the error helper and the half-precision conversions.
+// common.cpp — the error helper, writing a file whole, and the half-precision
+// conversions.
 #include "common.h"
 #include <chrono>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 
@@ -23,6 +29,70 @@ std::string strprintf(const char* fmt, ...) {
     vsnprintf(&s[0], s.size() + 1, fmt, ap2);
     va_end(ap2);
     return s;
+}
+
+OutFile::OutFile(const std::string& p) : path(p) {
+    size_t slash = p.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
+    std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
+    if (base.empty()) fail("%s: not a file name", p.c_str());
+    struct stat st;
+    if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("%s: is a folder, not a file", p.c_str());
+    std::string name = dir + "." + base + ".XXXXXX";
+    int fd = mkstemp(&name[0]);
+    if (fd < 0) fail("%s: cannot write (%s)", p.c_str(), strerror(errno));
+    mode_t mask = umask(0);  // mkstemp makes 0600; the file gets what a plain create would
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    tmp = name;
+    f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp.c_str());
+        fail("%s: cannot write (%s)", p.c_str(), strerror(errno));
+    }
+}
+
+OutFile::~OutFile() {
+    if (f) {
+        fclose(f);
+        unlink(tmp.c_str());
+    }
+}
+
+void OutFile::commit() {
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    f = nullptr;
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        unlink(tmp.c_str());
+        fail("%s: write failed (%s; disk full?)", path.c_str(), strerror(err));
+    }
+}
+
+void write_file_whole(const std::string& path, const std::string& bytes) {
+    OutFile out(path);
+    if (fwrite(bytes.data(), 1, bytes.size(), out.f) != bytes.size()) fail("%s: write failed (disk full?)", path.c_str());
+    out.commit();
+}
+
+void refuse_output_over_input(const std::string& out, const std::string& in, const char* what) {
+    struct stat so, si;
+    if (stat(out.c_str(), &so) != 0 || stat(in.c_str(), &si) != 0) return;  // a new file is no input
+    auto same = [&](const struct stat& s) { return s.st_dev == so.st_dev && s.st_ino == so.st_ino; };
+    if (same(si)) fail("%s %s: that is the input; write to another file", what, out.c_str());
+    if (!S_ISDIR(si.st_mode)) return;
+    DIR* d = opendir(in.c_str());
+    if (!d) return;
+    for (struct dirent* e; (e = readdir(d));) {
+        struct stat s;
+        if (stat((in + "/" + e->d_name).c_str(), &s) == 0 && S_ISREG(s.st_mode) && same(s)) {
+            closedir(d);
+            fail("%s %s: that is the input's file %s; write to another file", what, out.c_str(), e->d_name);
+        }
+    }
+    closedir(d);
 }
 
 double now_s() {

@@ -7,6 +7,7 @@
 // input is refused without killing the test process.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,26 @@ struct LanternError : std::runtime_error {
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Seconds on a steady clock: the one clock every timing reads.
 double now_s();
+
+// Every file Lantern writes appears whole or not at all. OutFile writes to a
+// temporary name beside `path` (the same folder, so the rename is atomic),
+// and commit() flushes, fsyncs and renames it over `path`: a run killed
+// halfway, or a full disk, leaves the old file (or none) under the name,
+// never a truncated one. Destroyed without commit(), the temporary goes.
+struct OutFile {
+    explicit OutFile(const std::string& path);  // throws LanternError naming path
+    ~OutFile();
+    OutFile(const OutFile&) = delete;
+    OutFile& operator=(const OutFile&) = delete;
+    void commit();  // throws LanternError naming path ("disk full?")
+    FILE* f = nullptr;
+    std::string path, tmp;
+};
+void write_file_whole(const std::string& path, const std::string& bytes);  // OutFile, for bytes in memory
+// Refuses (LanternError) an output that is an input of the run: the file
+// `in` itself, or any file in the folder `in` (a model's weights may be
+// mapped while the output is written).
+void refuse_output_over_input(const std::string& out, const std::string& in, const char* what);
 
 // Element types a weight matrix can be stored in. The float types come from
 // safetensors or GGUF files; the block-quantized ones (Q8_0 ... Q6_K, GGUF's

@@ -67,12 +67,6 @@ void engine_load(Engine& e, const EngineOptions& o, int parts, int min_ctx) {
             LOGW(CAT_KEY, "--trace-layers %d: the model has layers 0 to %d; that one never shows", l, e.model.cfg.n_layers - 1);
 }
 
-std::string ctx_hint(const Net& net) {
-    int max_pos = net.model->cfg.max_pos;
-    if (net.kv.n_ctx < max_pos) return strprintf("raise --ctx, up to %d", max_pos);
-    return strprintf("%d is the model's limit", max_pos);
-}
-
 const char* finish_name(Finish f) {
     switch (f) {
         case Finish::Stop: return "stop";

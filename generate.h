@@ -17,7 +17,7 @@
 
 // ---------------------------------------------------------------------------
 // The one load sequence: kernels -> model -> quantize -> tokenizer -> KV cache.
-// The fields are the command line's engine flags (cli.cpp).
+// The fields are the command line's engine flags (cli_flags.cpp).
 struct EngineOptions {
     std::string model;                    // folder or .safetensors; "" = default_model_path()
     int ctx = 0;                          // KV cache positions; 0 = min(4096, the model's max)
@@ -49,9 +49,6 @@ void engine_load(Engine& e, const EngineOptions& o, int parts = ENGINE_ALL, int 
 // encode, decode).
 void open_model(Model& m, const std::string& path);
 void open_tokenizer(Tokenizer& tok, const std::string& path);
-// What to say when the context is full: "raise --ctx (the model allows N)"
-// when it could be larger, else the model's own limit.
-std::string ctx_hint(const Net& net);
 
 // Prompts go through forward() in batches of at most this many tokens, so
 // the attention scores scratch ([heads, T, positions]) stays bounded.

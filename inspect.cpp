@@ -98,10 +98,7 @@ int cmd_fwd(int argc, char** argv) {
     const float* logits = forward(e.net, ids.data(), T, pos, all || !dump.empty());
     int V = m.cfg.vocab, rows = (all || !dump.empty()) ? T : 1;
     if (!dump.empty()) {
-        FILE* f = fopen(dump.c_str(), "wb");
-        if (!f) fail("%s: cannot write", dump.c_str());
-        fwrite(logits, sizeof(float), (size_t)T * V, f);
-        fclose(f);
+        write_file_whole(dump, std::string((const char*)logits, sizeof(float) * (size_t)T * V));
     }
     // Top-N by partial sort of indices, per printed row.
     int first_row = all ? 0 : rows - 1;
@@ -205,6 +202,7 @@ int cmd_encode(int argc, char** argv) {
         double load_cpu_ms = (cpu0 - load_cpu0) * 1e3 / CLOCKS_PER_SEC;
         fprintf(stderr, "encode: %zu bytes -> %zu tokens in %.1f ms = %.2f MB/s, cpu %.1f ms = %.2f MB/s (tokenizer load %.1f ms, cpu %.1f ms)\n",
                 text.size(), ids.size(), enc_ms, text.size() / (enc_ms * 1e3), cpu_ms, text.size() / (cpu_ms * 1e3), load_ms, load_cpu_ms);
+        if (!busy_note().empty()) fprintf(stderr, "note: %s\n", busy_note().c_str());
     }
     return 0;
 }

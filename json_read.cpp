@@ -1,6 +1,7 @@
 // json_read.cpp — depth-limited parsing and typed access (json_read.h says
 // why). Every message starts with the file ("where") and quotes the key.
 #include "json_read.h"
+#include <algorithm>
 #include <cmath>
 
 using json = nlohmann::json;
@@ -31,8 +32,24 @@ json json_parse(const std::string& text, const std::string& where) {
         fail("%s%sJSON nested deeper than %d levels", where.c_str(), sep, JSON_MAX_DEPTH);
     try {
         return json::parse(text);
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
-        fail("%s%sinvalid JSON (%s)", where.c_str(), sep, e.what());
+    } catch (const json::parse_error& e) {
+        // The library's message is its own ("[json.exception.parse_error.101]
+        // ... last read: ..."); ours is the place, counted from 0 as every
+        // offset Lantern prints, what stood there, and what was expected.
+        size_t at = std::min<size_t>(e.byte ? e.byte - 1 : 0, text.size());
+        std::string found = at >= text.size() ? "the end of the text"
+                            : (unsigned char)text[at] < 0x20 || (unsigned char)text[at] >= 0x7f
+                                ? strprintf("byte 0x%02x", (unsigned char)text[at])
+                                : strprintf("'%c'", text[at]);
+        std::string w = e.what(), expected;
+        size_t k = w.rfind("; expected ");
+        if (k != std::string::npos) expected = w.substr(k + 11);
+        if (expected == "string literal") expected = "a string in quotes";
+        if (expected.find("or a literal") != std::string::npos) expected = "a value";
+        fail("%s%sinvalid JSON at offset %zu: %s%s%s", where.c_str(), sep, at, found.c_str(), expected.empty() ? "" : ", expected ",
+             expected.c_str());
+    } catch (const json::exception&) {  // out_of_range: a number no double holds (1e400)
+        fail("%s%sinvalid JSON: a number too large for a double", where.c_str(), sep);
     }
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include "common.h"
@@ -111,6 +112,18 @@ std::vector<std::string> split_commas(const std::string& text) {
         i = j + 1;
     }
     return out;
+}
+
+std::string busy_note() {
+    const char* path = getenv("LANTERN_LOADAVG");
+    FILE* f = fopen(path && *path ? path : "/proc/loadavg", "r");
+    if (!f) return "";
+    double load1 = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bool read = fscanf(f, "%lf", &load1) == 1;
+    fclose(f);
+    if (!read || cores < 1 || load1 <= 0.5 * cores) return "";
+    return strprintf("load average %.1f on %ld cores: other programs are running, expect lower numbers", load1, cores);
 }
 
 std::vector<int> parse_index_list(const char* flag, const std::string& text) {

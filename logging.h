@@ -96,6 +96,13 @@ extern WatchFilter g_watch_filter;
 std::vector<int> parse_index_list(const char* flag, const std::string& text);
 std::vector<std::string> split_commas(const std::string& text);
 
+// A timing read while other programs take the cores reads low (a 1.3M-
+// parameter model decoding at 6 tok/s instead of 1000): every timing line
+// comes with this note when the 1-minute load average is above half the
+// cores, and with nothing on a quiet machine. LANTERN_LOADAVG names a file
+// in /proc/loadavg's format to read instead (the tests set a load with it).
+std::string busy_note();
+
 // ---------------------------------------------------------------------------
 // Forward probes. net.cpp marks the start and end of each forward call and of
 // each layer; logging.cpp measures (time, residual rms, attention entropy),

@@ -139,12 +139,7 @@ void parse_safetensors(Model& m) {
         fail("%s: header length %llu does not fit in a %zu-byte file (truncated or not safetensors)",
              path, (unsigned long long)n, m.file_size);
     m.header_len = n;
-    json h;
-    try {
-        h = json_parse(std::string((const char*)base + 8, n), "");
-    } catch (const LanternError& e) {
-        fail("%s: header is not valid JSON (%s)", path, e.what());
-    }
+    json h = json_parse(std::string((const char*)base + 8, n), std::string(path) + ": header (from byte 8)");
     if (!h.is_object()) fail("%s: header is not a JSON object", path);
     size_t data_start = 8 + n, data_size = m.file_size - data_start;
 
@@ -298,12 +293,7 @@ static void map_file(Model& m, const std::string& path) {
 // agree exactly: each listed tensor in the file the index names, no tensor
 // in two shards, no tensor that the index does not list.
 static void load_shards(Model& m, const std::string& index_path) {
-    json ix;
-    try {
-        ix = json::parse(read_file(index_path));
-    } catch (const json::parse_error& e) {
-        fail("%s: invalid JSON (%s)", index_path.c_str(), e.what());
-    }
+    json ix = json_parse(read_file(index_path), index_path);
     if (!ix.is_object() || !ix.contains("weight_map") || !ix["weight_map"].is_object() || ix["weight_map"].empty())
         fail("%s: no \"weight_map\" object naming the shard of each tensor", index_path.c_str());
     std::map<std::string, std::string> where;  // tensor -> shard file, as the index says

@@ -58,6 +58,12 @@ void net_init(Net& net, const Model& m, int n_ctx, DType kv_type) {
 
 void net_reset(Net& net) { net.n_past = net.first_pos = 0; }
 
+std::string ctx_hint(const Net& net) {
+    int max_pos = net.model->cfg.max_pos;
+    if (net.kv.n_ctx < max_pos) return strprintf("raise --ctx, up to %d", max_pos);
+    return strprintf("%d is the model's limit", max_pos);
+}
+
 // The Net's scratch activations grown to T rows.
 static void grow_rows(Net& net, size_t T) {
     const Config& c = net.model->cfg;
@@ -265,7 +271,8 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
     if (pos < net.first_pos || pos > net.n_past)
         fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
     if (pos + T > net.kv.n_ctx)
-        fail("context full: %d + %d tokens exceed the KV cache of %d positions (raise --ctx)", pos, T, net.kv.n_ctx);
+        fail("context full: %d + %d tokens exceed the KV cache of %d positions (%s)", pos, T, net.kv.n_ctx,
+             ctx_hint(net).c_str());
     BatchSeq one;  // one sequence, in the Net's own cache
     one.tokens = tokens, one.T = T, one.pos = pos;
     one.kv = kv_view(net.kv, net.first_pos);

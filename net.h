@@ -81,6 +81,9 @@ void net_init(Net& net, const Model& m, int n_ctx, DType kv_type = DType::F32);
 void net_reserve(Net& net, int rows, int logit_rows);
 // Forget the cache (a new conversation).
 void net_reset(Net& net);
+// What to say when the context is full: "raise --ctx (the model allows N)"
+// when it could be larger, else the model's own limit.
+std::string ctx_hint(const Net& net);
 // Run tokens[0..T) at positions pos..pos+T-1 through the Net's own cache.
 // pos may be at most n_past (a smaller pos rewinds the cache); on an empty
 // cache any pos starts a new sequence there. Returns the logits: [T, vocab]

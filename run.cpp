@@ -1,5 +1,5 @@
 // run.cpp — generation on the command line: `./run [MODEL] "prompt"` and
-// `./run chat`. The flags are parsed in cli.cpp, the model is loaded by
+// `./run chat`. The flags are parsed in cli_flags.cpp, the model is loaded by
 // engine_load() and the loop itself is generate() (generate.cpp); this file
 // turns options into a prompt and prints what comes back.
 #include <algorithm>
@@ -29,6 +29,8 @@ static void print_summary(const GenerateResult& r) {
                              : std::string("- (no decode step ran)");
     LOGI(CAT_KEY, "prompt %zu tokens, generated %zu tokens (%s) | first token after %.1f ms | prefill %.1f tok/s | decode %s",
          r.prompt_ids.size(), r.ids.size(), finish_name(r.finish), r.ttft_ms, prefill_tps, decode.c_str());
+    std::string busy = busy_note();
+    if (!busy.empty()) LOGW(CAT_KEY, "%s", busy.c_str());
 }
 
 static std::string json_ids(const std::vector<int>& ids) {
@@ -177,13 +179,14 @@ static void save_transcript(const ChatSession& chat, const std::string& path) {
         fprintf(stderr, "/save needs a file name: /save FILE\n");
         return;
     }
-    FILE* f = fopen(path.c_str(), "wb");
-    if (!f) {
-        fprintf(stderr, "%s: cannot write (%s)\n", path.c_str(), strerror(errno));
+    std::string text;
+    for (const ChatMessage& m : chat.messages) text += m.role + ": " + m.content + "\n\n";
+    try {
+        write_file_whole(path, text);
+    } catch (const LanternError& e) {
+        fprintf(stderr, "%s\n", e.what());
         return;
     }
-    for (const ChatMessage& m : chat.messages) fprintf(f, "%s: %s\n\n", m.role.c_str(), m.content.c_str());
-    fclose(f);
     fprintf(stderr, "(%zu messages saved to %s)\n", chat.messages.size(), path.c_str());
 }
 
@@ -465,8 +468,8 @@ int cmd_chat(int argc, char** argv) {
             } else if (cmd == "/set") {
                 std::string name = arg.substr(0, arg.find(' '));
                 std::string value = arg.size() > name.size() ? arg.substr(name.size() + 1) : "";
-                if (name.empty()) {
-                    fprintf(stderr, "(%s)\n", sampling_summary(o).c_str());
+                if (name.empty()) {  // every setting /set can change
+                    fprintf(stderr, "(%s)\n", sampling_summary(o, true).c_str());
                 } else if (value.empty()) {
                     fprintf(stderr, "/set needs a value: /set %s VALUE\n", name.c_str());
                 } else {
@@ -490,7 +493,8 @@ int cmd_chat(int argc, char** argv) {
         }
         size_t bad = utf8_first_invalid(entered);
         if (bad != std::string::npos) {
-            fprintf(stderr, "that line is not valid UTF-8 (byte %zu of the line); nothing was sent\n", bad + 1);
+            fprintf(stderr, "that line is not valid UTF-8 (byte 0x%02x at offset %zu of the line); nothing was sent\n",
+                    (unsigned char)entered[bad], bad);
             continue;
         }
         if (trace_recording()) {
@@ -526,8 +530,8 @@ int cmd_chat(int argc, char** argv) {
         }
         if (verbose) print_summary(r);
         if (r.finish == Finish::Context)
-            fprintf(stderr, "context full: the reply was cut at %d positions. /reset starts over.\n",
-                    s.net.kv.n_ctx);
+            fprintf(stderr, "context full: the reply was cut at %d positions (%s); /reset starts over.\n",
+                    s.net.kv.n_ctx, ctx_hint(s.net).c_str());
     }
     trace_finish(transcript, "chat");
     return 0;

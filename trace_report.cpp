@@ -158,11 +158,6 @@ void trace_step(StepRecord&& step) {
     if (g_rec.on && g_rec.serving) g_rec.steps.push_back(std::move(step));
 }
 
-static void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary);
-    if (!f || !(f << text) || !f.flush()) fail("%s: cannot write", path.c_str());
-}
-
 // Recording ends: the probes go back to what the log level needs. What was
 // recorded stays in g_rec until the next trace_start (tests read it).
 static void detach() {
@@ -177,12 +172,12 @@ void trace_finish(const std::string& output, const std::string& finish) {
     g_rec.output += output;
     g_rec.finish = finish;
     if (!g_rec.opt.json_path.empty()) {
-        write_file(g_rec.opt.json_path, trace_json(g_rec));
+        write_file_whole(g_rec.opt.json_path, trace_json(g_rec));
         LOGI(CAT_KEY, "trace written to %s (open it in https://ui.perfetto.dev or chrome://tracing)",
              g_rec.opt.json_path.c_str());
     }
     if (!g_rec.opt.report_path.empty()) {
-        write_file(g_rec.opt.report_path, report_html(g_rec));
+        write_file_whole(g_rec.opt.report_path, report_html(g_rec));
         LOGI(CAT_KEY, "report written to %s (open it in a browser; it needs no network)", g_rec.opt.report_path.c_str());
     }
     g_rec.model = nullptr;  // the caller's, about to go
@@ -190,7 +185,7 @@ void trace_finish(const std::string& output, const std::string& finish) {
 }
 
 void write_graph_dot(const std::string& path, const Config& c) {
-    write_file(path, model_graph_dot(c));
+    write_file_whole(path, model_graph_dot(c));
     LOGI(CAT_KEY, "graph written to %s (draw it: dot -Tsvg %s -o graph.svg)", path.c_str(), path.c_str());
 }
 

@@ -100,6 +100,8 @@ static std::string section_time(const Recorder& r) {
                   dc.forwards ? dc.ms / dc.forwards : 0, median, dc.ms > 0 ? dc.forwards / (dc.ms / 1000) : 0), "c-decode");
     s += card("sampling", strprintf("%.2f ms", sample_ms), strprintf("%zu draws, top-5 recorded", r.tokens.size()));
     s += "</div>";
+    std::string busy = busy_note();  // the rule of every timing the program prints
+    if (!busy.empty()) s += "<p class='busy'>Note: " + esc(busy) + ".</p>";
     double end = r.t_start_us;
     for (auto& sp : r.spans) end = std::max(end, sp.t1_us);
     for (auto& fw : r.forwards) end = std::max(end, fw.t1_us);

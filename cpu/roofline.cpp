@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 #include <omp.h>
+#include "logging.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -29,14 +30,7 @@ double median(std::vector<double> v) {
 // Other programs running at the same time take cores and memory bandwidth,
 // and threads that wait for each other suffer most: say so up front.
 void warn_if_busy() {
-    FILE* f = fopen("/proc/loadavg", "r");
-    if (!f) return;
-    double load1 = 0;
-    int running = 0, total = 0;
-    if (fscanf(f, "%lf %*f %*f %d/%d", &load1, &running, &total) == 3 && load1 > 0.5 * omp_get_num_procs())
-        printf("note       load average %.1f on %d cores: other programs are running, expect lower numbers\n",
-               load1, omp_get_num_procs());
-    fclose(f);
+    if (!busy_note().empty()) printf("note       %s\n", busy_note().c_str());
 }
 
 // Read bandwidth: the threads add up the 32-bit words of a buffer far

@@ -344,8 +344,8 @@ void gguf_write(const std::string& path, const std::vector<GGUFValue>& kv, const
         offset += (t.info.nbytes + alignment - 1) / alignment * alignment;
     }
     h.resize((h.size() + alignment - 1) / alignment * alignment, '\0');
-    FILE* fp = fopen(path.c_str(), "wb");
-    if (!fp) fail("%s: cannot write (%s)", path.c_str(), strerror(errno));
+    OutFile out(path);  // whole or not at all: a killed convert leaves no half file under the name
+    FILE* fp = out.f;
     bool ok = fwrite(h.data(), 1, h.size(), fp) == h.size();
     static const char zeros[64] = {};
     for (const GGUFTensorOut& t : tensors) {
@@ -357,6 +357,6 @@ void gguf_write(const std::string& path, const std::vector<GGUFValue>& kv, const
             pad -= n;
         }
     }
-    ok = (fclose(fp) == 0) && ok;
     if (!ok) fail("%s: write failed (disk full?)", path.c_str());
+    out.commit();
 }

@@ -126,7 +126,7 @@ static int tokenizer_values(std::vector<GGUFValue>& kv, const Tokenizer& tok, co
 }
 
 int cmd_convert(int argc, char** argv) {
-    // The flags are cli.cpp's (group convert): MODEL, OUT.gguf and --type.
+    // The flags are cli_flags.cpp's (group convert): MODEL, OUT.gguf and --type.
     Options o = parse_command("convert", argc, argv);
     if (o.engine.model.empty() || o.positional.empty())
         fail("convert: usage: ./run convert MODEL OUT.gguf --type TYPE (./run convert --help)");

@@ -311,7 +311,7 @@ void gguf_generation_values(std::vector<GGUFValue>& kv, const std::string& sourc
     std::map<std::string, std::string> gguf_key;
     for (auto& [key, name] : SAMPLING_KEYS) gguf_key[name] = key;
     // do_sample false means greedy whatever the temperature says (Hugging
-    // Face's rule, and cli.cpp's): llama.cpp has no such key, so its
+    // Face's rule, and cli_flags.cpp's): llama.cpp has no such key, so its
     // temperature says it, 0, for llama.cpp as well.
     bool greedy = !json_bool(j, "do_sample", true, path);
     std::vector<std::string> skipped;

@@ -39,7 +39,7 @@ int gguf_print_info(const std::string& path);
 // over a file beside the .gguf.
 //
 // The settings a file carries, rebuilt as the generation_config.json text
-// they stand for, so the one reader of that file (cli.cpp:apply_generation_config)
+// they stand for, so the one reader of that file (cli_flags.cpp:apply_generation_config)
 // applies them and a converted model samples as its folder did. "" when the
 // file carries none. A key of the wrong type (a string for a number, NaN)
 // throws naming the file and the key; ranges are the reader's.

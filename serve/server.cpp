@@ -46,7 +46,7 @@
 
 using json = ApiJson;
 
-// The flags are cli.cpp's (groups serve, sampling, engine, report, output):
+// The flags are cli_flags.cpp's (groups serve, sampling, engine, report, output):
 // Options holds host, port, queue_limit, parallel, batch_tokens, kv_tokens,
 // the engine options and the trace files.
 

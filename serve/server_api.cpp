@@ -164,9 +164,9 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
                                            uint32_t fresh_seed) {
     json b;
     try {
-        b = json_parse(body, "");
+        b = json_parse(body, "the body");
     } catch (const LanternError& ex) {  // not JSON, a number past a double, or nested too deep
-        bad_request("", "invalid_json", std::string("the body is not valid JSON: ") + ex.what());
+        bad_request("", "invalid_json", ex.what());
     }
     if (!b.is_object()) bad_request("", "invalid_json", "the body must be a JSON object");
     GenerationRequest r;

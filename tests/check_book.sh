@@ -112,4 +112,30 @@ grep -qF "README.md: the map section is not what" <<<"$out" && [ $rc = 1 ] ||
     { echo "file map self-test: a README map edited by hand was not reported"; echo "$out"; exit 1; }
 echo "self-test ok: the file map reports a file in no row, a missing file and a stale README"
 
+# The exercise pages' table names each exercise's engine file as
+# chapters/build_exercise.sh's table does (the file the student's function
+# replaces); a page that names another sends the reader to the wrong code.
+$PY - <<'PY' || exit 1
+import re, sys
+s = open("chapters/build_exercise.sh").read()
+t = s[s.index('table="') + 7:]
+table = {w[0]: w[1] for w in (l.split() for l in t[:t.index('\n"')].splitlines()) if len(w) >= 3}
+bad = 0
+for page in ["chapters/README.md", "chapters/README.zh.md"]:
+    rows = 0
+    for line in open(page, encoding="utf-8"):
+        m = re.match(r"\| \[([a-z0-9_-]+)\]\([^)]*\) \| [^|]* \| [^|]* \| `([^`]*)` \|", line)
+        if not m:
+            continue
+        rows += 1
+        ex, src = m.groups()
+        if ex not in table:
+            print(f"{page}: exercise {ex} is not in chapters/build_exercise.sh"); bad = 1
+        elif src not in (table[ex], table[ex].split("/")[-1]):
+            print(f"{page}: {ex} names {src}; its function is in {table[ex]}"); bad = 1
+    if rows < len(table) // 2:
+        print(f"{page}: only {rows} exercise rows read"); bad = 1
+print("exercise pages: every exercise's file is the one build_exercise.sh replaces" if not bad else "exercise pages: FAILED")
+sys.exit(bad)
+PY
 $PY tools/book_check.py --no-run

@@ -12,8 +12,7 @@ RUN=${RUN:-./run}
 [ -x "$RUN" ] && [ -f models/tiny/model.safetensors ] || { echo "needs ./run and models/tiny (make && make models)"; exit 1; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-failed=0
-check() { if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; failed=$((failed + 1)); fi; }
+. tests/lib.sh
 M=models/tiny
 G="--no-gen-config -n 3"
 
@@ -56,6 +55,30 @@ check "a typo of a subcommand suggests it" $?
 $RUN hello -m $M $G >"$T/o" 2>/dev/null && [ -s "$T/o" ]
 check "a real prompt still generates (\"hello\" is not taken for help)" $?
 $RUN </dev/null >"$T/o" 2>&1; grep -q "^usage: ./run" "$T/o"; check "./run alone prints the usage" $?
+[ "$(wc -l <"$T/o")" -le 25 ] && grep -q "trained/kjv" "$T/o" && grep -q "^./run --help" "$T/o" &&
+    grep -q 'models/tiny "Hello"' "$T/o" && ! grep -q -- "--kv-type" "$T/o"
+check "./run alone is short (25 lines at most): the first commands, where the model comes from, --help for the rest" $?
+
+# A mistyped flag gets the nearest one, by the rule a mistyped subcommand meets.
+ok=0
+for pair in "--tmep:--temp" "--temprature:--temp" "--temperature:--temp" "--n-prdict:--n-predict" "--seeed:--seed"; do
+    $RUN $M hi "${pair%%:*}" 1 </dev/null >/dev/null 2>"$T/e"
+    grep -qx "error: unknown flag \"${pair%%:*}\" for ./run; did you mean ${pair#*:}? (./run --help lists them)" "$T/e" ||
+        { ok=1; echo "      ${pair%%:*}: $(cat "$T/e")"; }
+done
+$RUN chat $M --tmep 1 </dev/null >/dev/null 2>"$T/e"
+grep -qx 'error: unknown flag "--tmep" for ./run chat; did you mean --temp? (./run chat --help lists them)' "$T/e" || ok=1
+$RUN $M hi --zzzzzz 1 </dev/null >/dev/null 2>"$T/e"; grep -q "did you mean" "$T/e" && ok=1
+check "a mistyped flag suggests the nearest one (--tmep, --temprature: --temp); a word far from every flag gets none" $ok
+
+# A model that is not there: that error alone, nothing about sampling first.
+ok=0
+for cmd in "nosuch/model hi" "-m nosuch hi" "chat nosuch"; do
+    $RUN $cmd </dev/null >/dev/null 2>"$T/e"; rc=$?
+    [ $rc = 1 ] && [ "$(wc -l <"$T/e")" = 1 ] && grep -q "^error: nosuch.*: no such model" "$T/e" ||
+        { ok=1; echo "      $cmd (exit $rc):"; sed 's/^/        /' "$T/e"; }
+done
+check "a missing model is the first and only line (no sampling settings it would not use)" $ok
 
 $RUN fwd $M 198 >/dev/null 2>"$T/e"
 [ $? = 1 ] && grep -q "^error: fwd: TOKEN 198 needs its POS too" "$T/e" && ! grep -q "not both\|load" "$T/e"
@@ -88,5 +111,4 @@ grep -q "decode -" "$T/e" && ! grep -q "decode 0.0 tok/s" "$T/e"; check "-n 1: n
 $RUN $M "$(printf 'caf\xe9')" $G >/dev/null 2>"$T/e"
 [ $? = 1 ] && grep -q "offset 3 of the prompt" "$T/e"; check "an invalid UTF-8 prompt: the offset in the user's text" $?
 
-echo "$failed failed"
-[ $failed = 0 ]
+summary

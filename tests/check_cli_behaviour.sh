@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 [ -x ./run ] && [ -f models/tiny/model.safetensors ] || { echo "needs ./run and models/tiny (make && make models)"; exit 1; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-failed=0
-check() { if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; failed=$((failed + 1)); fi; }
+. tests/lib.sh
 
 ./run --help >"$T/h" 2>&1 && for sub in chat serve info fwd encode decode bench; do grep -q "^  $sub " "$T/h" || exit 1; done
 check "./run --help lists every subcommand" $?
@@ -84,5 +83,4 @@ PY
 else
     echo "skip  -v on a terminal (no script command)"
 fi
-echo "$failed failed"
-[ $failed = 0 ]
+summary

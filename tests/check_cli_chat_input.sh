@@ -13,8 +13,7 @@ RUN=${RUN:-./run}
 T=$(mktemp -d)
 trap '[ -n "${TMUX_SOCK:-}" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null; sleep 0.2; rm -rf "$T"' EXIT
 export HOME="$T"
-failed=0
-check() { if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; failed=$((failed + 1)); fi; }
+. tests/lib.sh
 M=models/tiny
 C="chat $M -n 3 -t 0"
 
@@ -50,8 +49,27 @@ b=$(printf '/set temp 1\n/set seed 42\nHello\n' | $RUN chat $M -n 6 -t 0 2>/dev/
 [ -n "$a" ] && [ "$a" = "$b" ]; check "/set temp and seed sample as the flags do" $?
 
 printf 'caf\xe9 ok\nHi\n' | $RUN $C >"$T/o" 2>"$T/e"
-grep -q "not valid UTF-8 (byte 4 of the line)" "$T/e" && [ -s "$T/o" ]
+grep -q "not valid UTF-8 (byte 0xe9 at offset 3 of the line)" "$T/e" && [ -s "$T/o" ]
 check "an invalid UTF-8 line is refused with its own offset; the next line is answered" $?
+# The same byte on the command line: counted the same way (from 0).
+$RUN $M "$(printf 'caf\xe9 ok')" -n 1 </dev/null >/dev/null 2>"$T/e2"
+grep -q "byte 0xe9 at offset 3 of the prompt" "$T/e2"
+check "the chat and the command line count the offset of a bad byte the same way" $?
+
+# /set alone: every setting /set can change, with its value and source, the
+# penalties at their defaults too.
+printf '/set\n' | $RUN $C >/dev/null 2>"$T/e"
+ok=0
+for name in temp top-k top-p seed repeat-penalty frequency-penalty presence-penalty repeat-last-n; do
+    key=$name; [ $name = temp ] && key=temperature
+    grep -q "^(sampling: .*$key [-0-9.e+]* (" "$T/e" || { ok=1; echo "      /set alone lacks $key"; }
+done
+# ...and /set names each of them as a setting it takes.
+printf '/set bogus 1\n' | $RUN $C >/dev/null 2>"$T/e"
+for name in temp top-k top-p seed repeat-penalty frequency-penalty presence-penalty repeat-last-n; do
+    grep -q "not a sampling setting (.*\b$name\b" "$T/e" || { ok=1; echo "      /set does not take $name"; }
+done
+check "/set alone shows every setting /set can change, with its value and source" $ok
 [ ! -e "$T/.lantern_history" ]; check "piped input writes no history file" $?
 
 # The terminal: tmux runs the chat in a pseudo-terminal and types into it.
@@ -81,5 +99,4 @@ else
     echo "skip  Up arrow and history on a terminal (no tmux)"
 fi
 
-echo "$failed failed"
-[ $failed = 0 ]
+summary

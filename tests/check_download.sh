@@ -17,17 +17,14 @@
 #      a folder already downloaded needs no network.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 for tool in curl sha256sum /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "skipped: needs $tool"; exit 77; }
+    command -v "$tool" >/dev/null || skip "needs $tool"
 done
 [ -x build/gen_model ] && [ -x ./run ] || { echo "FAIL build/gen_model or ./run missing (run make)"; exit 1; }
 T=$(mktemp -d)
 MOCK=""
 trap '[ -z "$MOCK" ] || kill "$MOCK" 2>/dev/null; [ -z "$MOCK" ] || wait "$MOCK" 2>/dev/null; rm -rf "$T"' EXIT
-pass=0 fail=0
-check() {  # name, status (0 = ok)
-    if [ "$2" = 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
 show() { echo "  exit $rc; stdout:"; sed 's/^/    /' "$T/out"; echo "  stderr:"; sed 's/^/    /' "$T/err"; }
 H=$T/hub O=$T/models R=lantern-test
 sha() { sha256sum "$1" | cut -d' ' -f1; }
@@ -130,5 +127,4 @@ ENDPOINT=http://127.0.0.1:$dead dl $R/Tiny-Sharded
 [ $rc = 0 ] && grep -q "have .*model-00003-of-00003.safetensors" "$T/out"
 s=$?; check "a folder already downloaded needs no network: the files in place are kept" $s; [ $s = 0 ] || show
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+summary

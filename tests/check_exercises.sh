@@ -27,8 +27,13 @@ for ex in $exercises; do
     else echo "FAIL  $ex: the reference does not pass (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
 
     log=build/exercise/$ex.stub.log
-    make -s --no-print-directory exercise EX="$ex" >"$log" 2>&1; rc=$?
-    if [ $rc != 0 ] && grep -q "^NOT YET  $ex" "$log"; then echo "ok    $ex: the untouched stub fails its checker"
+    make --no-print-directory exercise EX="$ex" >"$log" 2>&1; rc=$?
+    # make exercise ends on the verdict with status 0; the checker itself says
+    # 1 (run again for the first exercise only: each run takes seconds).
+    checker=0
+    [ "$ex" != "${exercises%%[[:space:]]*}" ] || build/exercise/$ex/check >/dev/null 2>&1 || checker=$?
+    if [ $rc = 0 ] && [ "$(tail -1 "$log" | cut -c1-$((9 + ${#ex})))" = "NOT YET  $ex" ] && [ "$ex" != "${exercises%%[[:space:]]*}" -o $checker = 1 ]
+    then echo "ok    $ex: the untouched stub fails its checker, which make exercise ends on (status 0; the checker's 1)"
     else echo "FAIL  $ex: the stub should build and fail its checker (rc=$rc), last lines of $log:"; tail -15 "$log" | sed 's/^/      /'; failed=1; fi
 done
 
@@ -66,7 +71,7 @@ while read -r ex file says; do
     [ -n "$ex" ] || continue
     log=build/exercise/$ex.slip.${file%.cpp}.log
     STUB=tests/data/exercise_slips/$file make -s --no-print-directory exercise EX="$ex" >"$log" 2>&1; rc=$?
-    if [ $rc != 0 ] && grep -q "^NOT YET  $ex" "$log" && grep -qF "$says" "$log"; then
+    if [ $rc = 0 ] && grep -q "^NOT YET  $ex" "$log" && grep -qF "$says" "$log"; then
         echo "ok    $ex: the slip in $file fails and is named (\"$says\")"
     else echo "FAIL  $ex: $file should fail with a message containing \"$says\" (rc=$rc), last lines of $log:"
         tail -15 "$log" | sed 's/^/      /'; failed=1; fi

@@ -15,10 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-check() {  # name, status (0 = ok)
-    if [ "$2" = 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+. tests/lib.sh
 err_is() {  # dir, expected text: exit 1 and one error line containing the text
     local out rc
     out=$(./run info "$1" 2>&1 >/dev/null); rc=$?
@@ -75,5 +72,4 @@ same "$a" "$b"; check "serve on Qwen3: the prompt length and answer of ./run" $?
 a=$(served ', "chat_template_kwargs": {"enable_thinking": false}'); b=$(cli --no-think)
 same "$a" "$b"; check "serve on Qwen3: enable_thinking false is --no-think" $?
 
-echo "check_family: $pass passed, $fail failed"
-[ $fail = 0 ]
+summary

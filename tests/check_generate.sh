@@ -8,10 +8,7 @@ M=models/tiny
 RUN=./run
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-failed=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failed=$((failed + 1)); }
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1"; fi; }  # check NAME STATUS
+. tests/lib.sh
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 [ -x "$RUN" ] && [ -f "$M/model.safetensors" ] || { echo "needs ./run and $M (make && make models)"; exit 1; }
@@ -95,7 +92,7 @@ assert json.load(open(sys.argv[4]))["finish_reason"] == "stop_string"
 EOF
     check "multi-byte UTF-8 stop string $stop" $?
 else
-    fail "multi-byte UTF-8 stop string (no multi-byte character in the greedy output)"
+    check "multi-byte UTF-8 stop string (no multi-byte character in the greedy output)" 1
 fi
 
 # --- the context limit -----------------------------------------------------
@@ -167,5 +164,4 @@ done
 [ "$(grep -E "^  -" "$T/help" | grep -v -- "--help" | grep -vc "(default: ")" = 0 ] || ok=1
 check "--help lists every flag with its default" $ok
 
-echo "$failed failed"
-[ $failed = 0 ]
+summary

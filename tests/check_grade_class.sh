@@ -25,30 +25,30 @@ cp chapters/rmsnorm/stub.cpp "$work/class/bob/rmsnorm/stub.cpp"
 sed 's/out\[i\] = 0.0f;/out[i] = 0.0f/' chapters/rmsnorm/stub.cpp >"$work/class/cy/rmsnorm/stub.cpp"
 cp chapters/rmsnorm/stub.cpp "$work/class/dee/rmsnrom/stub.cpp"
 
-failed=0
-check() {  # what, condition...
+. tests/lib.sh
+check_that() {  # what, command...: the command's status is the check's
     local what=$1; shift
-    if "$@"; then echo "ok    $what"; else echo "FAIL  $what"; failed=1; fi
+    "$@"
+    check "$what" $?
 }
 bash tools/grade_class.sh "$work/class" "$work/grades.csv" >"$work/out.txt" 2>"$work/err.txt"; rc=$?
 cat "$work/out.txt" "$work/err.txt" | sed 's/^/      /'
 echo "      --- $work/grades.csv:"; sed 's/^/      /' "$work/grades.csv" 2>/dev/null
-check "exit status 1: one malformed submission" [ $rc = 1 ]
-check "the header" grep -qx "student,exercise,points,max,groups_passed,groups,status" "$work/grades.csv"
-check "ada's correct rmsnorm earns every point" grep -qx "ada,rmsnorm,5,5,4,4,pass" "$work/grades.csv"
-check "bob's untouched stub earns none" grep -qx "bob,rmsnorm,0,5,0,4,not yet" "$work/grades.csv"
-check "cy's file that does not compile: a build error naming the compiler's words" \
+check_that "exit status 1: one malformed submission" [ $rc = 1 ]
+check_that "the header" grep -qx "student,exercise,points,max,groups_passed,groups,status" "$work/grades.csv"
+check_that "ada's correct rmsnorm earns every point" grep -qx "ada,rmsnorm,5,5,4,4,pass" "$work/grades.csv"
+check_that "bob's untouched stub earns none" grep -qx "bob,rmsnorm,0,5,0,4,not yet" "$work/grades.csv"
+check_that "cy's file that does not compile: a build error naming the compiler's words" \
     grep -qE "^cy,rmsnorm,0,5,0,4,build error: .*(expected|error)" "$work/grades.csv"
-check "dee's misnamed folder: one line on stderr" grep -qx "grade_class: .*/dee/rmsnrom: no exercise is named 'rmsnrom' (make exercise lists them)" "$work/err.txt"
-check "dee's row says malformed" grep -q "^dee,rmsnrom,0,,,,malformed: " "$work/grades.csv"
-check "five lines: the header and four submissions" [ "$(wc -l <"$work/grades.csv")" = 5 ]
+check_that "dee's misnamed folder: one line on stderr" grep -qx "grade_class: .*/dee/rmsnrom: no exercise is named 'rmsnrom' (make exercise lists them)" "$work/err.txt"
+check_that "dee's row says malformed" grep -q "^dee,rmsnrom,0,,,,malformed: " "$work/grades.csv"
+check_that "five lines: the header and four submissions" [ "$(wc -l <"$work/grades.csv")" = 5 ]
 # The points are the checker's own: its JSON for bob's stub says the same.
 j=$(STUB="$work/class/bob/rmsnorm/stub.cpp" bash chapters/build_exercise.sh rmsnorm --json 2>/dev/null)
-check "the checker's --json for bob: 0 of 5 points, 4 groups, a diagnosis per failed group" /usr/bin/python3 -c '
+check_that "the checker's --json for bob: 0 of 5 points, 4 groups, a diagnosis per failed group" /usr/bin/python3 -c '
 import json, sys
 j = json.loads(sys.argv[1])
 assert j["points"] == 0 and j["points_possible"] == 5 and j["groups"] == 4 and not j["passed"], j
 assert all(r["diagnosis"].startswith("FAIL  ") for r in j["results"]), j["results"]
 assert "still the stub?" in j["results"][0]["diagnosis"]' "$j"
-[ $failed = 0 ] && echo "grade_class: all checks pass" || echo "grade_class: FAILED"
-exit $failed
+summary

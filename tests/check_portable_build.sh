@@ -28,8 +28,7 @@ mkdir -p "$brew/include" "$brew/lib" "$brew/opt/libomp/include" "$brew/opt/libom
 ln -s "$httplib" "$brew/lib/"
 ln -s "$omp_h" "$brew/opt/libomp/include/omp.h"
 ln -s "$omp_so" "$brew/opt/libomp/lib/libomp.so"
-failed=0
-check() { if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; failed=$((failed + 1)); fi; }
+. tests/lib.sh
 
 start=$(date +%s)
 nice make --no-print-directory CXX=clang++ BUILD=$B BREW_PREFIX="$PWD/$brew" CXXFLAGS="-O2" \
@@ -51,5 +50,4 @@ if [ $rc = 0 ]; then
     [ -n "$a" ] && [ "$a" = "$b" ]
     check "greedy ids from the clang build equal the GCC build's" $?
 fi
-echo "$failed failed"
-[ $failed = 0 ]
+summary

