@@ -15,7 +15,7 @@
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli_flags.h"
+#include "cli.h"
 #include "device.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_load.h"

@@ -18,7 +18,7 @@
 #include <iterator>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
-#include "cli_flags.h"
+#include "cli.h"
 #include "device.h"
 #include "json_read.h"
 #include "logging.h"
@@ -97,7 +97,7 @@ static std::vector<int> parse_int_list(const char* flag, const std::string& s, i
 static std::string num(double v) { return strprintf("%g", v); }
 
 // ---------------------------------------------------------------------------
-// The flag table: one row per flag (cli_flags.h says what each field is).
+// The flag table: one row per flag (cli.h: Flag says what each field is).
 // To add a flag: add a row. A subcommand sees it when its row in COMMANDS
 // names the group.
 // The ranges of the sampling numbers: the flags' and generation_config.json's.
