@@ -278,7 +278,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
     int n = (int)prompt.size();
     if (n == 0) fail("the prompt has no tokens");
     if (pos + n > net.kv.n_ctx)
-        fail("the prompt needs %d positions but the context holds %d (%s)", pos + n, net.kv.n_ctx, ctx_hint(net).c_str());
+        fail("the prompt needs %d positions but the context holds %d (%s)", pos + n, net.kv.n_ctx, ctx_hint(net.kv.n_ctx, net.model->cfg.max_pos).c_str());
     Generation g;
     generation_start(g, tok, net.model->cfg, sampler, prompt, params, hooks);
     GenerateResult& res = g.res;
@@ -299,7 +299,7 @@ GenerateResult generate(Net& net, const Tokenizer& tok, Sampler& sampler, const 
         if (!more) break;
         if (net.n_past >= net.kv.n_ctx) {
             res.finish = Finish::Context;
-            LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (%s)", net.kv.n_ctx, ctx_hint(net).c_str());
+            LOGW(CAT_KEY, "context full: all %d positions of the KV cache are used (%s)", net.kv.n_ctx, ctx_hint(net.kv.n_ctx, net.model->cfg.max_pos).c_str());
             break;
         }
         // Decode: the new token goes in at the next position and its keys and

@@ -58,9 +58,8 @@ void net_init(Net& net, const Model& m, int n_ctx, DType kv_type) {
 
 void net_reset(Net& net) { net.n_past = net.first_pos = 0; }
 
-std::string ctx_hint(const Net& net) {
-    int max_pos = net.model->cfg.max_pos;
-    if (net.kv.n_ctx < max_pos) return strprintf("raise --ctx, up to %d", max_pos);
+std::string ctx_hint(int n_ctx, int max_pos) {
+    if (n_ctx < max_pos) return strprintf("raise --ctx, up to %d", max_pos);
     return strprintf("%d is the model's limit", max_pos);
 }
 
@@ -272,7 +271,7 @@ const float* forward(Net& net, const int* tokens, int T, int pos, bool all_logit
         fail("forward: position %d is outside the cached positions [%d, %d]", pos, net.first_pos, net.n_past);
     if (pos + T > net.kv.n_ctx)
         fail("context full: %d + %d tokens exceed the KV cache of %d positions (%s)", pos, T, net.kv.n_ctx,
-             ctx_hint(net).c_str());
+             ctx_hint(net.kv.n_ctx, net.model->cfg.max_pos).c_str());
     BatchSeq one;  // one sequence, in the Net's own cache
     one.tokens = tokens, one.T = T, one.pos = pos;
     one.kv = kv_view(net.kv, net.first_pos);

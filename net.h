@@ -83,7 +83,7 @@ void net_reserve(Net& net, int rows, int logit_rows);
 void net_reset(Net& net);
 // What to say when the context is full: "raise --ctx (the model allows N)"
 // when it could be larger, else the model's own limit.
-std::string ctx_hint(const Net& net);
+std::string ctx_hint(int n_ctx, int max_pos);
 // Run tokens[0..T) at positions pos..pos+T-1 through the Net's own cache.
 // pos may be at most n_past (a smaller pos rewinds the cache); on an empty
 // cache any pos starts a new sequence there. Returns the logits: [T, vocab]

@@ -517,7 +517,7 @@ int cmd_chat(int argc, char** argv) {
             for (const ChatMessage& m : chat.messages) fresh = fresh && m.role == "system";
             if (fresh)
                 fprintf(stderr, "that message is longer than the whole context of %d positions (%s)\n",
-                        s.net.kv.n_ctx, ctx_hint(s.net).c_str());
+                        s.net.kv.n_ctx, ctx_hint(s.net.kv.n_ctx, s.net.model->cfg.max_pos).c_str());
             else
                 fprintf(stderr, "that message does not fit: %d of %d positions are used. /reset starts over.\n",
                         s.net.n_past, s.net.kv.n_ctx);
@@ -531,7 +531,7 @@ int cmd_chat(int argc, char** argv) {
         if (verbose) print_summary(r);
         if (r.finish == Finish::Context)
             fprintf(stderr, "context full: the reply was cut at %d positions (%s); /reset starts over.\n",
-                    s.net.kv.n_ctx, ctx_hint(s.net).c_str());
+                    s.net.kv.n_ctx, ctx_hint(s.net.kv.n_ctx, s.net.model->cfg.max_pos).c_str());
     }
     trace_finish(transcript, "chat");
     return 0;

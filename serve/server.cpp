@@ -91,7 +91,7 @@ struct Server : Engine {
 static std::shared_ptr<Job> parse_request(const Server& e, const std::string& body, bool chat) {
     auto job = std::make_shared<Job>();
     job->req = parse_generation_request(body, chat, e.defaults, std::random_device()());
-    job->prompt = prompt_tokens(job->req, e.tok, e.n_ctx);
+    job->prompt = prompt_tokens(job->req, e.tok, e.n_ctx, ctx_hint(e.n_ctx, e.model.cfg.max_pos));
     return job;
 }
 

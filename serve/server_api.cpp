@@ -184,7 +184,7 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
     return r;
 }
 
-std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok, int n_ctx) {
+std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok, int n_ctx, const std::string& ctx_note) {
     const char* where = r.chat ? "messages" : "prompt";
     std::vector<int> ids;
     try {
@@ -195,8 +195,7 @@ std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok,
     if (ids.empty()) bad_request(where, "invalid_value", "the prompt is empty");
     if ((int)ids.size() >= n_ctx)
         bad_request(where, "context_length_exceeded",
-                    strprintf("the prompt is %zu tokens; the context holds %d (start the server with a larger --ctx)",
-                              ids.size(), n_ctx));
+                    strprintf("the prompt is %zu tokens; the context holds %d (%s)", ids.size(), n_ctx, ctx_note.c_str()));
     return ids;
 }
 

@@ -50,8 +50,9 @@ GenerationRequest parse_generation_request(const std::string& body, bool chat, c
                                            uint32_t fresh_seed);
 
 // The prompt's token ids; one that cannot be encoded, is empty, or fills
-// the context (`n_ctx`) throws a 400 ApiError.
-std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok, int n_ctx);
+// the context (`n_ctx`) throws a 400 ApiError; ctx_note says how far the
+// context could go (net.h: ctx_hint).
+std::vector<int> prompt_tokens(const GenerationRequest& r, const Tokenizer& tok, int n_ctx, const std::string& ctx_note);
 
 // ---------------------------------------------------------------------------
 // Out. Keys stay in the order written, as in the API docs.

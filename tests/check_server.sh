@@ -135,6 +135,11 @@ $CHAT	@$TMP/long.json	400	messages	context_length_exceeded
 EOF
 curl -sf "$URL/health" >/dev/null || fail "the server died on bad requests"
 ok "the server is still up after the bad requests"
+# A prompt longer than the context says how far --ctx goes, as the command line does (net.h: ctx_hint).
+msg=$(curl -s -H 'Content-Type: application/json' --data @"$TMP/long.json" "$URL/v1/chat/completions")
+grep -qE "the context holds [0-9]+ \((raise --ctx, up to [0-9]+|[0-9]+ is the model's limit)\)" <<<"$msg" ||
+    fail "a prompt over the context: no limit named in $msg"
+ok "a prompt over the context names how far --ctx goes"
 
 # 4. Concurrency, hang-ups, a malformed body in between.
 node tests/server/concurrent.js "$URL/v1" || fail "concurrency checks"
