@@ -31,7 +31,7 @@ ln -s "$omp_so" "$brew/opt/libomp/lib/libomp.so"
 . tests/lib.sh
 
 start=$(date +%s)
-nice make --no-print-directory CXX=clang++ BUILD=$B BREW_PREFIX="$PWD/$brew" CXXFLAGS="-O2" \
+nice make --no-print-directory V=1 CXX=clang++ BUILD=$B BREW_PREFIX="$PWD/$brew" CXXFLAGS="-O2" \
     $B/run $B/unit_tests >$B.log 2>&1
 rc=$?
 [ $rc = 0 ] || tail -20 $B.log
