@@ -16,7 +16,9 @@ out=${1:?usage: web/fetch_libs.sh OUT}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
+# The native architecture's package: with the arm64 libraries beside them
+# (make deps, for the ARM check) a bare name would answer both versions.
+version() { dpkg-query -W -f='${Version}' "$1:$(dpkg --print-architecture)" 2>/dev/null || true; }
 utf8proc_v=$(version libutf8proc-dev)
 pcre2_v=$(version libpcre2-dev)
 [ -n "$utf8proc_v" ] && [ -n "$pcre2_v" ] ||
