@@ -41,9 +41,11 @@ OutFile::OutFile(const std::string& p) : path(p) {
     std::string name = dir + "." + base + ".XXXXXX";
     int fd = mkstemp(&name[0]);
     if (fd < 0) fail("%s: cannot write (%s)", p.c_str(), strerror(errno));
-    mode_t mask = umask(0);  // mkstemp makes 0600; the file gets what a plain create would
+    // mkstemp makes 0600; the file gets what a plain create would, and its
+    // owner keeps read and write (a WebAssembly page's umask is 0777).
+    mode_t mask = umask(0);
     umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    fchmod(fd, (0666 & ~mask) | 0600);
     tmp = name;
     f = fdopen(fd, "wb");
     if (!f) {
