@@ -27,9 +27,10 @@ bool g_cuda_graphs = true;
 
 // What the GPU pass does not do, in one place: every refusal of --device
 // cuda is said here. n_seqs: the most sequences one call brings.
-static void refuse(const Net* net, int n_seqs) {
+// `at_load`: whether to ask the driver for a device too (once, not every step).
+static void refuse(const Net* net, int n_seqs, bool at_load = true) {
     std::string why;
-    if (!cuda_available(&why)) fail("--device cuda: %s", why.c_str());
+    if (at_load && !cuda_available(&why)) fail("--device cuda: %s", why.c_str());
     if (n_seqs > 1) fail("--device cuda runs one sequence at a time; the batching server and forward_batch run on the CPU");
     if (net && !net->ablate.empty()) fail("--ablate: ablation runs on the CPU only (--device cpu)");
     if (net && net->model && net->model->cfg.arch->qk_norm)
@@ -312,7 +313,7 @@ static std::shared_ptr<Backend> cuda_backend() { return std::make_shared<CudaBac
 // The one sequence of forward(), in the GPU's copy of the Net's own cache;
 // forward_batch has already checked its tokens and positions.
 const float* CudaBackend::forward(Net& net, const BatchSeq* seqs, int n_seqs) {
-    refuse(&net, n_seqs);
+    refuse(&net, n_seqs, false);
     const int* tokens = seqs[0].tokens;
     int T = seqs[0].T, pos = seqs[0].pos, first_pos = seqs[0].kv.first;
     bool all_logits = seqs[0].all_logits;
