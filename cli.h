@@ -59,6 +59,8 @@ struct Options {
     std::string convert_type = "bf16";  // convert --type
     std::string llama_bench;  // bench --llama: llama-bench's path (empty: the default build path)
     std::vector<int> bench_prompts = {16, 128};
+    std::vector<int> bench_depths;  // bench --depth: decode after these contexts (cpu/bench_depth.cpp)
+    std::string bench_save;         // bench --save: the records file to append to ("": none)
     int reps = 3, n_decode = 64;
 
     std::vector<std::string> positional;  // the words that are not flags
@@ -75,7 +77,7 @@ int run_command_line(int argc, char** argv);
 
 // Flag values shared with other files' own parsers.
 KernelSet parse_kernel_set(const char* flag, const std::string& name);  // fast | plain | scalar | avx2 | avx512
-DType parse_float_type(const char* flag, const std::string& name);      // f32 | f16 | bf16
+DType parse_kv_type(const char* flag, const std::string& name);         // f32 | f16 | bf16 | q8_0
 int parse_int_arg(const char* flag, const char* s, int lo, int hi);
 // One line: the sampling settings in effect and where each came from; the
 // penalties that are off at their defaults are left out unless `every`.

@@ -70,13 +70,14 @@ KernelSet parse_kernel_set(const char* flag, const std::string& name) {
     fail("%s: \"%s\" is not %s", flag, name.c_str(), one_of(kernel_set_names()).c_str());
 }
 
-static const std::vector<std::string> FLOAT_TYPES = {"f32", "f16", "bf16"};
+static const std::vector<std::string> KV_TYPES = {"f32", "f16", "bf16", "q8_0"};
 
-DType parse_float_type(const char* flag, const std::string& name) {
+DType parse_kv_type(const char* flag, const std::string& name) {
     if (name == "f32") return DType::F32;
     if (name == "f16") return DType::F16;
     if (name == "bf16") return DType::BF16;
-    fail("%s: \"%s\" is not %s", flag, name.c_str(), one_of(FLOAT_TYPES).c_str());
+    if (name == "q8_0") return DType::Q8_0;
+    fail("%s: \"%s\" is not %s", flag, name.c_str(), one_of(KV_TYPES).c_str());
 }
 
 // --quant: "none" or one of quants.cpp's weight types (weight_type_list()).
@@ -135,8 +136,8 @@ std::vector<Flag> flag_table(Options& o, bool& help) {
              o.engine.quant = v; }},
         {"engine", "--force", nullptr, "off", "let --quant re-quantize weights a file already holds in another block format (refused without it: the roundings add up)",
          [&](const char*) { o.engine.force = true; }},
-        {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: " + one_of(FLOAT_TYPES) + " (f16 and bf16: half the memory)", [&](const char* v) {
-             o.engine.kv_type = parse_float_type("--kv-type", v); }},
+        {"engine", "--kv-type", "TYPE", "f32", "KV cache storage: " + one_of(KV_TYPES) + " (f16 and bf16: half the memory; q8_0: 34 bytes for 32 values)", [&](const char* v) {
+             o.engine.kv_type = parse_kv_type("--kv-type", v); }},
         {"engine", "--device", "NAME", "cpu", "cpu, or cuda (a GPU; needs `make cuda`)", [&](const char* v) {
              o.engine.device = parse_device(v); }},  // engine_load applies it
 
@@ -283,6 +284,10 @@ std::vector<Flag> flag_table(Options& o, bool& help) {
                  if (q != "none" && q != "file") parse_weight_type("--quant", q); }},
         {"bench", "--prompts", "LIST", "16,128", "prompt lengths for prefill", [&](const char* v) {
              o.bench_prompts = parse_int_list("--prompts", v, 1, 4096); }},
+        {"bench", "--depth", "LIST", "none", "decode after a context of each length (0,1024,4096), beside llama-bench -d", [&](const char* v) {
+             o.bench_depths = parse_int_list("--depth", v, 0, 1 << 20); }},
+        {"bench", "--save", "[FILE]", "off", "append the run as a measurement record (JSON line) to FILE, or book/records/bench.jsonl", [&](const char* v) {
+             o.bench_save = v ? v : "book/records/bench.jsonl"; }},
         // convert
         {"convert", "--type", "TYPE", "bf16", "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m or q5_k_m", [&](const char* v) {
              o.convert_type = v; }},

@@ -85,18 +85,6 @@ void attention_heads(float* out, float* scores, const float* q, const KVRows& K,
 // ---------------------------------------------------------------------------
 // The plain loops.
 
-// One weight of W as f32: a float type widened, or Q8_0's int8 times its
-// block's scale. The plain matmul calls this per element: slow, but
-// obviously right.
-static inline float weight_at(const Mat& W, size_t i) {
-    if (W.dtype != DType::Q8_0) return widen(W.dtype, W.data, i);
-    // block b holds weights 32b..32b+31: an f16 scale then 32 int8
-    const uint8_t* blk = (const uint8_t*)W.data + (i / 32) * 34;
-    uint16_t d;
-    std::memcpy(&d, blk, 2);
-    return f16_to_f32(d) * (float)(int8_t)blk[2 + i % 32];
-}
-
 // y = W x for every token of the batch, for a float or Q8_0 matrix in the
 // file's layout. Accumulates in double so the plain kernel is a trustworthy
 // reference for the fast float32 ones.
@@ -107,9 +95,25 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
         for (int r = 0; r < W.rows; r++) {
             double sum = bias ? bias[r] : 0.0;
             size_t base = (size_t)r * W.cols;
-            for (int c = 0; c < W.cols; c++) sum += (double)weight_at(W, base + c) * xt[c];
+            for (int c = 0; c < W.cols; c++) sum += (double)widen(W.dtype, W.data, base + c) * xt[c];  // Q8_0 too: its scale times its code
             yt[r] = (float)sum;
         }
+    }
+}
+
+// Q8_0 (kernels.h): the scale d = max|x|/127 of each 32 values, as f16,
+// then round(x/d) of each in int8.
+void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
+    for (int b = 0; b < n / Q8_BLOCK; b++) {
+        const float* xb = x + b * Q8_BLOCK;
+        float amax = 0;
+        for (int j = 0; j < Q8_BLOCK; j++) amax = std::fmax(amax, std::fabs(xb[j]));
+        float d = amax / 127.0f;
+        uint16_t dh = f32_to_f16(d);
+        float inv = d > 0 ? 1.0f / d : 0.0f;
+        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
+        std::memcpy(blk, &dh, 2);
+        for (int j = 0; j < Q8_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(xb[j] * inv);
     }
 }
 
@@ -216,7 +220,7 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
                            size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
                            int head_dim) {
     int kv_len = n_first - 1 + T, group = n_heads / n_kv_heads, q_dim = n_heads * head_dim;
-    size_t elt = kv_type == DType::F32 ? 4 : 2;
+    size_t head_bytes = kv_row_bytes(kv_type, head_dim);
     #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < n_heads; h++)
         for (int t = 0; t < T; t++) {
@@ -224,7 +228,7 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
             float* s = scores ? scores + ((size_t)h * T + t) * kv_len : nullptr;
             thread_local std::vector<float> own;  // the weights, when no trace keeps them
             if ((int)own.size() < n) own.resize(n);
-            size_t kv_off = (size_t)(h / group) * head_dim * elt;
+            size_t kv_off = (size_t)(h / group) * head_bytes;
             attention_head_plain(out + (size_t)t * q_dim + h * head_dim, s ? s : own.data(),
                                  q + (size_t)t * q_dim + h * head_dim, keys + kv_off, values + kv_off, stride,
                                  kv_type, n, head_dim);

@@ -9,6 +9,7 @@
 // fast drivers of cpu/ after. So no kernel here asks which set is running,
 // and the tests compare each set's table with the plain one.
 #pragma once
+#include <cstring>
 #include <vector>
 #include "tensor.h"
 
@@ -23,6 +24,7 @@ struct KernelScratch {
     std::vector<int32_t> start[4];  // -offset * xs_j per code offset 8, 16, 32, 128 (BlockSums)
     std::vector<float> xsf;         // -xs_j, for the formats with a minimum
     LineVector<float> kt;           // [n_kv_heads][blocks][head_dim][ATT_BLOCK] (attention_heads_fast)
+    LineVector<float> parts;        // a decode step's partial softmaxes, [n_heads][chunks][m, l, o...]
     LineVector<uint8_t> gk, gv;     // keys and values in pages, gathered into one run (the plain attention)
     // Where a forward's time goes, for the server's trace (trace_report.h:
     // StepRecord): seconds in weight products and in attention, added up
@@ -75,7 +77,7 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch = nullptr);
 
 // Attention's two inner loops, the plain way: the second operand is a row of
-// the KV cache in f32, f16 or bf16 (--kv-type).
+// the KV cache in f32, f16, bf16 or Q8_0 (--kv-type).
 // vec_dot_plain: sum_i a[i] * b[i].      vec_axpy_plain: y[i] += alpha * x[i].
 float vec_dot_plain(const float* a, const void* b, DType bt, int n);
 void vec_axpy_plain(float* y, float alpha, const void* x, DType xt, int n);
@@ -114,11 +116,36 @@ void attention_heads_plain(float* out, float* scores, const float* q, const uint
                            size_t stride, DType kv_type, int n_heads, int n_kv_heads, int T, int n_first,
                            int head_dim);
 
-// One weight of a bf16, f16 or f32 row widened to f32.
+// Q8_0: every 32 consecutive values share one scale d = max|x|/127 and are
+// stored as round(x/d) in int8: GGUF's block_q8_0, the f16 scale (2 bytes)
+// then the 32 codes. It is a weight format (--quant q8_0), the form of the
+// activations of every integer product, and a KV cache type (--kv-type
+// q8_0): a quarter of f32's bytes, with one rounding of each value.
+const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
+// One row of n floats (n a multiple of 32) to n/32 Q8_0 blocks of 34 bytes.
+void quantize_row_q8_0(const float* x, int n, uint8_t* out);
+
+// Value c of a row of bf16, f16, f32 or Q8_0 (its block's scale times its
+// code) widened to f32.
 static inline float widen(DType dt, const void* row, size_t c) {
     switch (dt) {
         case DType::BF16: return bf16_to_f32(((const uint16_t*)row)[c]);
         case DType::F16: return f16_to_f32(((const uint16_t*)row)[c]);
+        case DType::Q8_0: {
+            const uint8_t* blk = (const uint8_t*)row + c / Q8_BLOCK * Q8_BLOCK_BYTES;
+            uint16_t d;
+            std::memcpy(&d, blk, 2);
+            return f16_to_f32(d) * (float)(int8_t)blk[2 + c % Q8_BLOCK];
+        }
         default: return ((const float*)row)[c];
+    }
+}
+// The bytes of n values of a KV cache type (f32, f16, bf16 or Q8_0; n a
+// multiple of 32 for Q8_0): one head's row, or one position's.
+static inline size_t kv_row_bytes(DType t, int n) {
+    switch (t) {
+        case DType::F32: return (size_t)n * 4;
+        case DType::Q8_0: return (size_t)n / Q8_BLOCK * Q8_BLOCK_BYTES;
+        default: return (size_t)n * 2;
     }
 }

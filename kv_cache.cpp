@@ -3,6 +3,13 @@
 #include "kv_cache.h"
 #include <cstring>
 
+void kv_type_check(DType t, int head_dim) {
+    if (t == DType::Q8_0 && head_dim % Q8_BLOCK)
+        fail("--kv-type q8_0: the model's heads have %d values, not a multiple of Q8_0's block of %d", head_dim, Q8_BLOCK);
+    if (t != DType::F32 && t != DType::F16 && t != DType::BF16 && t != DType::Q8_0)
+        fail("--kv-type %s: not a KV cache type (f32, f16, bf16 or q8_0)", dtype_name(t));
+}
+
 KVView kv_view(KVCache& cache, int first) {
     static const int one_block[1] = {0};
     KVView v;
@@ -13,7 +20,7 @@ KVView kv_view(KVCache& cache, int first) {
     v.n_pos = cache.n_ctx;
     v.block = cache.n_ctx;
     v.blocks = one_block;
-    v.row_bytes = (size_t)cache.kv_dim * cache.elt();
+    v.row_bytes = cache.row_bytes();
     v.block_bytes = 0;
     return v;
 }
@@ -32,6 +39,7 @@ const uint8_t* kv_row(const KVView& kv, int layer, int pos, bool values) {
 // One row of keys or values into the cache, rounded to its type.
 static void store_row(uint8_t* dst, const float* src, int n, DType type) {
     if (type == DType::F32) std::memcpy(dst, src, n * sizeof(float));
+    else if (type == DType::Q8_0) quantize_row_q8_0(src, n, dst);  // a scale per 32 values
     else if (type == DType::F16)
         for (int i = 0; i < n; i++) ((uint16_t*)dst)[i] = f32_to_f16(src[i]);
     else
@@ -40,7 +48,7 @@ static void store_row(uint8_t* dst, const float* src, int n, DType type) {
 
 void kv_store(const KVView& kv, int layer, int pos, const float* k, const float* v) {
     size_t at = kv_offset(kv, layer, pos);
-    int n = (int)(kv.row_bytes / (kv.type == DType::F32 ? 4 : 2));
+    int n = kv.type == DType::Q8_0 ? (int)(kv.row_bytes / Q8_BLOCK_BYTES * Q8_BLOCK) : (int)(kv.row_bytes / kv_row_bytes(kv.type, 1));
     store_row(kv.k + at, k, n, kv.type);
     store_row(kv.v + at, v, n, kv.type);
 }

@@ -10,14 +10,14 @@
 
 // One sequence's own cache (the Net's; ./run and chat). Layout:
 // [n_layers, n_ctx, n_kv_heads*head_dim]. Stored as f32, or as f16/bf16
-// (--kv-type): half the memory, rounded once when written and widened when
-// read (kernels.h: widen).
+// (--kv-type): half the memory, or Q8_0: 34 bytes for 32 values, rounded
+// once when written and widened when read (kernels.h: widen).
 struct KVCache {
     int n_ctx = 0;
     int kv_dim = 0;  // n_kv_heads * head_dim
     DType type = DType::F32;
     LineVector<uint8_t> k, v;
-    size_t elt() const { return type == DType::F32 ? 4 : 2; }
+    size_t row_bytes() const { return kv_row_bytes(type, kv_dim); }  // one position of one layer
 };
 
 // One sequence's keys and values, wherever they are stored. The forward
@@ -34,7 +34,7 @@ struct KVCache {
 // (serve/kv_pages.h: kv_seq_view).
 struct KVView {
     uint8_t *k = nullptr, *v = nullptr;
-    DType type = DType::F32;      // as stored: f32, f16 or bf16
+    DType type = DType::F32;      // as stored: f32, f16, bf16 or Q8_0
     int first = 0;                // positions first..n_pos-1 have room; first
     int n_pos = 0;                // is 0 unless the sequence started later
     int block = 0;                // positions per block
@@ -42,6 +42,10 @@ struct KVView {
     size_t row_bytes = 0;         // one position of one layer: n_kv_heads*head_dim values of `type`
     size_t block_bytes = 0;       // one block: every layer's `block` positions
 };
+// Fails with a one-line error unless t is a KV cache type for heads of
+// head_dim values: f32, f16, bf16, or Q8_0 when head_dim is a multiple of
+// its block of 32 (a head's keys are whole blocks, each with its own scale).
+void kv_type_check(DType t, int head_dim);
 // A cache of its own as a view, its sequence starting at position `first`.
 KVView kv_view(KVCache& cache, int first);
 // Store position pos's keys and values of one layer (n_kv_heads*head_dim

@@ -42,18 +42,18 @@ void net_init(Net& net, const Model& m, int n_ctx, DType kv_type) {
     const Config& c = m.cfg;
     if (n_ctx <= 0) fail("--ctx %d: the context must hold at least one token", n_ctx);
     if (n_ctx > c.max_pos) fail("--ctx %d exceeds the model's max_position_embeddings (%d)", n_ctx, c.max_pos);
-    if (kv_type == DType::Q8_0) fail("--kv-type: q8_0 is not a KV cache type (f32, f16 or bf16)");
+    kv_type_check(kv_type, c.head_dim);
     net.model = &m;
     net.kv.n_ctx = n_ctx;
     net.kv.kv_dim = c.n_kv_heads * c.head_dim;
     net.kv.type = kv_type;
-    size_t n = (size_t)c.n_layers * n_ctx * net.kv.kv_dim;
-    net.kv.k.resize(n * net.kv.elt());
-    net.kv.v.resize(n * net.kv.elt());
+    size_t n = (size_t)c.n_layers * n_ctx * net.kv.row_bytes();
+    net.kv.k.resize(n);
+    net.kv.v.resize(n);
     net.n_past = 0;
     net.backend = std::make_shared<CpuBackend>();  // a backend of another model or cache size is stale
     LOGD(CAT_LOAD, "KV cache: %d positions x %d layers x %d values x 2 (%s) = %.1f MB", n_ctx, c.n_layers,
-         net.kv.kv_dim, dtype_name(kv_type), 2.0 * n * net.kv.elt() / 1e6);
+         net.kv.kv_dim, dtype_name(kv_type), 2.0 * n / 1e6);
 }
 
 void net_reset(Net& net) { net.n_past = net.first_pos = 0; }

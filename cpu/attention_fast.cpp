@@ -1,95 +1,40 @@
-// attention_fast.cpp — the fast twins of kernels.cpp's attention: one
-// query over the keys in blocks with an online softmax (decode), and tiles
-// of queries x keys for the T queries of a prefill. Both use the set's
-// kernels (dot, exp_shift, axpy, and the tiles' att_scores / att_pv), so
-// every SIMD set gives the same bits (book/06-attention-kv-cache.md,
-// book/11-performance.md).
+// attention_fast.cpp — the fast twin of kernels.cpp's attention: tiles of
+// queries x keys with an online softmax, for the T queries of a prefill,
+// and for a decode step the keys split into chunks that all threads share
+// (flash decoding). Both use the set's kernels (the tiles' att_scores and
+// att_pv, exp_shift), so every SIMD set gives the same bits
+// (book/06-attention-kv-cache.md, book/11-performance.md).
 #include "cpu/kernel_sets.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-// One attention head for one query (kernels.h: attention_head), over the
-// keys in blocks of ATT_BLOCK with an online softmax. The plain kernel
-// computes every score, then their maximum M and sum L, then
-// out = sum_j exp(s_j - M) / L * v_j. Here the blocks come one at a time and
-// M is not known until the last one, so the kernel keeps a running maximum m
-// and, relative to it, the running sum l = sum exp(s_j - m) and the unscaled
-// output o = sum exp(s_j - m) v_j. When a block raises the maximum to m',
-// everything summed so far was relative to the old m: multiplying l and o by
-// exp(m - m') puts it relative to m' (each term exp(s_j - m) exp(m - m') =
-// exp(s_j - m')). After the last block m = M, and out = o / l. Only one
-// block of scores is ever held (on the stack), however long the prompt: no
-// buffer of n scores per query, no T x T per head in prefill.
-//
-// Every step uses the set's kernels (dot in the one order, exp_shift, axpy),
-// so all sets give the same bits; the sum l is kept in double, as plain does.
-//
-// The keys and values come as KVRows (kernels.h): in one run, or page by
-// page where the server's cache holds them. A block of ATT_BLOCK keys may
-// span pages; axpy then goes over it one page's run at a time, which adds
-// the same products to each output value in the same order.
-static void head_rows(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V, size_t off,
-                      DType kv_type, int n, int head_dim, const SimdKernels& k) {
-    float scale = 1.0f / std::sqrt((float)head_dim);
-    float s[ATT_BLOCK];
-    float m = -INFINITY;
-    double l = 0;
-    for (int i = 0; i < head_dim; i++) out[i] = 0.0f;
-    for (int j0 = 0; j0 < n; j0 += ATT_BLOCK) {
-        int nb = std::min(ATT_BLOCK, n - j0);
-        float block_max = -INFINITY;
-        for (int j = 0; j < nb; j++) {
-            s[j] = k.dot(q, K.at(j0 + j) + off, kv_type, head_dim) * scale;
-            block_max = std::max(block_max, s[j]);
-        }
-        if (scores) std::memcpy(scores + j0, s, nb * sizeof(float));
-        if (block_max > m) {  // a new maximum: rescale what was summed relative to the old one
-            if (j0 > 0) {
-                float r = m - block_max;
-                k.exp_shift(&r, 0.0f, 1);
-                l *= r;
-                for (int i = 0; i < head_dim; i++) out[i] *= r;
-            }
-            m = block_max;
-        }
-        k.exp_shift(s, m, nb);
-        for (int j = 0; j < nb; j++) l += s[j];
-        for (int j = 0, r; j < nb; j += r) {
-            r = V.run(j0 + j, nb - j);
-            k.axpy(out, s + j, V.at(j0 + j) + off, V.stride, kv_type, r, head_dim);
-        }
-    }
-    float inv = (float)(1.0 / l);
-    for (int i = 0; i < head_dim; i++) out[i] *= inv;
-    if (scores) {  // the weights a trace shows: exp(s_j - M) / L
-        k.exp_shift(scores, m, n);
-        for (int j = 0; j < n; j++) scores[j] *= inv;
-    }
-}
-
-void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                         size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k) {
-    KVRows K, V;
-    K.base = keys, V.base = values, K.stride = V.stride = stride;
-    head_rows(out, scores, q, K, V, 0, kv_type, n, head_dim, k);
-}
-
 // ---------------------------------------------------------------------------
 // Attention for a batch of queries (prefill; kernels.h: attention_heads).
 //
-// One query at a time (attention_head_fast), each score is a dot product of
-// head_dim values ending in a horizontal sum, and each value row is read
-// once per query. A prefill has T queries per head, and neighbouring ones
-// see nearly the same keys: so the work goes in tiles of ATT_QUERIES
-// queries of one head against ATT_BLOCK keys, like a matrix product.
+// The online softmax. The plain kernel computes every score, then their
+// maximum M and sum L, then out = sum_j exp(s_j - M) / L * v_j. Here the
+// keys come a block of ATT_BLOCK at a time and M is not known until the
+// last one, so the kernel keeps a running maximum m and, relative to it,
+// the running sum l = sum exp(s_j - m) and the unscaled output
+// o = sum exp(s_j - m) v_j. When a block raises the maximum to m',
+// everything summed so far was relative to the old m: multiplying l and o
+// by exp(m - m') puts it relative to m' (each term exp(s_j - m) exp(m - m')
+// = exp(s_j - m')). After the last block m = M, and out = o / l. Only one
+// block of scores is ever held, however long the prompt: no T x T per head.
+//
+// One query at a time, each score is a dot product of head_dim values
+// ending in a horizontal sum, and each value row is read once per query. A
+// prefill has T queries per head, and neighbouring ones see nearly the same
+// keys: so the work goes in tiles of ATT_QUERIES queries of one head
+// against ATT_BLOCK keys, like a matrix product.
 //   scores  S = Q K^T: the keys of each KV head are first copied transposed
 //           (kt: [head_dim][ATT_BLOCK] per block of keys, widened to f32), so
 //           one vector load holds one dimension of 16 keys, and a register
 //           tile of queries x keys adds q_i[d] * kt[d][j] for d = 0, 1, ...
 //           (one fma chain per score, no horizontal sum);
-//   softmax online, per query, as attention_head_fast: a running maximum m
+//   softmax online, per query, as above: a running maximum m
 //           and the sum l, rescaled by exp(m - m') when a block raises m;
 //   output  O += P V: each value row loaded once per tile serves every
 //           query of it.
@@ -115,10 +60,58 @@ static void att_scores_scalar(float* s, const float* q, size_t q_stride, int nq,
 }
 
 
+// The largest of s[0..n-1]: eight running maxima in registers, not one
+// chain of n compares each waiting for the last (the maximum is the same
+// in any order). `x > m ? x : m` is one max instruction.
+static inline float block_max(const float* s, int n) {
+    float m0 = -INFINITY, m1 = m0, m2 = m0, m3 = m0, m4 = m0, m5 = m0, m6 = m0, m7 = m0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        m0 = s[j] > m0 ? s[j] : m0, m1 = s[j + 1] > m1 ? s[j + 1] : m1;
+        m2 = s[j + 2] > m2 ? s[j + 2] : m2, m3 = s[j + 3] > m3 ? s[j + 3] : m3;
+        m4 = s[j + 4] > m4 ? s[j + 4] : m4, m5 = s[j + 5] > m5 ? s[j + 5] : m5;
+        m6 = s[j + 6] > m6 ? s[j + 6] : m6, m7 = s[j + 7] > m7 ? s[j + 7] : m7;
+    }
+    for (; j < n; j++) m0 = s[j] > m0 ? s[j] : m0;
+    m0 = m1 > m0 ? m1 : m0, m2 = m3 > m2 ? m3 : m2, m4 = m5 > m4 ? m5 : m4, m6 = m7 > m6 ? m7 : m6;
+    m0 = m2 > m0 ? m2 : m0, m4 = m6 > m4 ? m6 : m4;
+    return m4 > m0 ? m4 : m0;
+}
+
+// lanes[j % 16] += p[j], j = 0..n-1 in order: the weights' sum in the 16
+// lanes of the one summation order (sum_lanes folds them), a full group of
+// 16 at a time so the adds go side by side.
+static inline void add_lanes(float* lanes, const float* p, int n) {
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) lanes[l] += p[j + l];
+    for (; j < n; j++) lanes[j % LANES] += p[j];
+}
+
+// Rows j0 .. j0+nb-1 of R (head_dim Q8_0 values from byte `off` of each) as
+// f32 rows in buf, one run: how the tiles read a Q8_0 cache.
+static KVRows widen_rows(const KVRows& R, size_t off, int j0, int nb, int head_dim, std::vector<float>& buf) {
+    buf.resize((size_t)ATT_BLOCK * head_dim);
+    for (int j = 0; j < nb; j++) {
+        const uint8_t* row = R.at(j0 + j) + off;
+        float* dst = &buf[(size_t)j * head_dim];
+        for (int b = 0; b < head_dim / Q8_BLOCK; b++, row += Q8_BLOCK_BYTES) {
+            uint16_t d16;
+            std::memcpy(&d16, row, 2);
+            float d = f16_to_f32(d16);
+            for (int i = 0; i < Q8_BLOCK; i++) dst[b * Q8_BLOCK + i] = d * (float)(int8_t)row[2 + i];
+        }
+    }
+    KVRows w;
+    w.base = (const uint8_t*)buf.data();  // row j0 + j at base + j * stride
+    w.stride = (size_t)head_dim * sizeof(float);
+    return w;
+}
+
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
 static void attention_tile(float* out, float* scores, const float* q, const float* kt, const KVRows& V, size_t off,
                            DType kv_type, int T, int t0, int nq, int n_first, int q_dim, int head_dim,
-                           const SimdKernels& k, float* o) {
+                           const SimdKernels& k, float* o, std::vector<float>& vf) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     int kv_len = n_first - 1 + T, last = n_first + t0 + nq - 1;  // keys the last query of the tile sees
     float s[ATT_QUERIES][ATT_BLOCK], m[ATT_QUERIES], lanes[ATT_QUERIES][LANES];
@@ -155,14 +148,19 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
                 m[i] = bm;
             }
             k.exp_shift(si, m[i], nk);
-            for (int j = 0; j < nk; j++) lanes[i][j % LANES] += si[j];
+            add_lanes(lanes[i], si, nk);
         }
-        for (int j = 0, r; j < nk; j += r) {  // the block's values, one page's run at a time
-            r = V.run(j0 + j, nk - j);
-            const uint8_t* v = V.at(j0 + j) + off;
-            if (k.att_pv) k.att_pv(o, &s[0][j], nq, v, V.stride, kv_type, r, head_dim);
+        KVRows Vb = V;  // the block's values: where they lie, or a Q8_0 block widened
+        size_t vo = off;
+        int vj = j0;
+        DType vt = kv_type;
+        if (kv_type == DType::Q8_0) Vb = widen_rows(V, off, j0, nk, head_dim, vf), vo = 0, vj = 0, vt = DType::F32;
+        for (int j = 0, r; j < nk; j += r) {  // one page's run at a time
+            r = Vb.run(vj + j, nk - j);
+            const uint8_t* v = Vb.at(vj + j) + vo;
+            if (k.att_pv) k.att_pv(o, &s[0][j], nq, v, Vb.stride, vt, r, head_dim);
             else
-                for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, s[i] + j, v, V.stride, kv_type, r, head_dim);
+                for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, s[i] + j, v, Vb.stride, vt, r, head_dim);
         }
     }
     for (int i = 0; i < nq; i++) {
@@ -179,20 +177,171 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
     }
 }
 
+// ---------------------------------------------------------------------------
+// Decode: one new token, one query per head, over all n cached keys.
+//
+// Every query head reads all n keys and values of its KV head, and a
+// decode step has one token of work to split: split it by heads and the
+// threads each stream the whole cache, several heads reading the same keys
+// (GQA: seven query heads share one KV head in Qwen2.5-0.5B). So the keys
+// are split instead, as flash decoding splits them on a GPU (Dao et al.,
+// 2023): into chunks of ATT_CHUNK keys, fixed by the code. One task is one
+// KV head's chunk, for every query head of its group: each key row is
+// loaded once and scored against all of them (the set's dot, widening f16
+// and bf16 inside), the values are added the same way (axpy), and the task
+// leaves, per query, the partial softmax of its chunk:
+//   m_c = max_j s_j,   l_c = sum_j exp(s_j - m_c),   o_c = sum_j exp(s_j - m_c) v_j
+// (within the chunk, blocks of ATT_BLOCK keys with the online softmax's
+// running maximum). Then each head combines its chunks, in order:
+//   M = max_c m_c,   l = sum_c l_c exp(m_c - M),   o = sum_c o_c exp(m_c - M),   out = o / l
+// which is softmax(s) v: every term exp(s_j - m_c) exp(m_c - M) = exp(s_j - M).
+// Worked example, one head, head_dim 1, keys scoring 0, 1 (chunk 0) and 2
+// (chunk 1), values 10, 20, 30: chunk 0 gives m = 1, l = e^-1 + 1 = 1.368,
+// o = 10 e^-1 + 20 = 23.68; chunk 1 gives m = 2, l = 1, o = 30. M = 2, so
+// l = 1.368 e^-1 + 1 = 1.503, o = 23.68 e^-1 + 30 = 38.71, out = 25.76,
+// the weights (0.090, 0.245, 0.665) applied to 10, 20, 30.
+//
+// The chunks, the order inside each and the order of the combination
+// depend on n only: any number of threads, taking the tasks in any order,
+// gives the same bits. (Each thread's share is n_kv_heads x n / ATT_CHUNK
+// tasks over the threads, instead of n_heads / threads whole heads.)
+struct DecodeTask {
+    std::vector<float> s, m, l, o;  // [group][ATT_BLOCK] scores, [group] maxima, [group][LANES] sums, [group][head_dim]
+    std::vector<float> kf, vf;      // a Q8_0 block's keys and values widened ([ATT_BLOCK][head_dim])
+};
+
+static void decode_chunk(float* part, size_t part_stride, float* scores, const float* q, const KVRows& K_in,
+                         const KVRows& V_in, size_t off_in, DType kv_type, int group, int j_begin, int j_end, int n,
+                         int head_dim, const SimdKernels& k, DecodeTask& t) {
+    float scale = 1.0f / std::sqrt((float)head_dim);
+    size_t head_bytes = kv_row_bytes(kv_type, head_dim);
+    t.s.resize((size_t)group * ATT_BLOCK);
+    t.m.assign(group, -INFINITY);
+    t.l.assign((size_t)group * LANES, 0.0f);  // each query's sum in 16 lanes, as the tiles keep it
+    t.o.assign((size_t)group * head_dim, 0.0f);
+    for (int j0 = j_begin; j0 < j_end; j0 += ATT_BLOCK) {
+        int nb = std::min(ATT_BLOCK, j_end - j0);
+        // The next block's key and value rows asked for now, so they are on
+        // their way from memory while this block computes: a long context's
+        // cache is far larger than the caches, and each row is read once.
+        for (int j = j0 + ATT_BLOCK; j < std::min(j_end, j0 + 2 * ATT_BLOCK); j++)
+            for (size_t b = 0; b < head_bytes; b += 64) {
+                __builtin_prefetch(K_in.at(j) + off_in + b);
+                __builtin_prefetch(V_in.at(j) + off_in + b);
+            }
+        // Q8_0 rows are widened first, a block at a time (exactly: a code
+        // times its f16 scale fits a float), and read as f32 rows.
+        KVRows K = K_in, V = V_in;
+        size_t off = off_in;
+        DType type = kv_type;
+        int kj = j0;  // where the block's first row is in K and V
+        if (kv_type == DType::Q8_0) {
+            K = widen_rows(K_in, off_in, j0, nb, head_dim, t.kf);
+            V = widen_rows(V_in, off_in, j0, nb, head_dim, t.vf);
+            off = 0, type = DType::F32, kj = 0;
+        }
+        // The scores as the float matmul's tiles compute a product (k.tile:
+        // the dot's order, so the same bits as k.dot): tile_rows keys by up
+        // to tile_tokens queries of the group, each key row read once a tile.
+        for (int j = 0; j < nb; j += k.tile_rows) {
+            const uint8_t* w[MAX_TILE];
+            for (int r = 0; r < k.tile_rows; r++) w[r] = K.at(kj + std::min(j + r, nb - 1)) + off;  // past the end: a repeat, unused
+            for (int i0 = 0; i0 < group; i0 += k.tile_tokens) {
+                int nq = std::min(k.tile_tokens, group - i0);
+                const float* x[MAX_TILE];
+                for (int i = 0; i < nq; i++) x[i] = q + (size_t)(i0 + i) * head_dim;
+                float out[MAX_TILE][MAX_TILE];
+                k.tile(type, w, x, nq, head_dim, out);
+                for (int r = 0; r < k.tile_rows && j + r < nb; r++)
+                    for (int i = 0; i < nq; i++) t.s[(i0 + i) * ATT_BLOCK + j + r] = out[r][i] * scale;
+            }
+        }
+        for (int i = 0; i < group; i++) {
+            float* si = &t.s[i * ATT_BLOCK];
+            if (scores) std::memcpy(scores + (size_t)i * n + j0, si, nb * sizeof(float));
+            float bm = block_max(si, nb);
+            if (bm > t.m[i]) {  // a new maximum: rescale what was summed relative to the old one
+                if (t.m[i] != -INFINITY) {
+                    float r = exp_poly(t.m[i] - bm);
+                    for (int j = 0; j < LANES; j++) t.l[i * LANES + j] *= r;
+                    for (int d = 0; d < head_dim; d++) t.o[(size_t)i * head_dim + d] *= r;
+                }
+                t.m[i] = bm;
+            }
+            k.exp_shift(si, t.m[i], nb);
+            add_lanes(&t.l[i * LANES], si, nb);
+        }
+        for (int j = 0, r; j < nb; j += r) {  // the block's values, one page's run at a time
+            r = V.run(kj + j, nb - j);
+            const uint8_t* v = V.at(kj + j) + off;
+            for (int i0 = 0; i0 < group; i0 += ATT_QUERIES) {  // each value row once for the group (axpy's order)
+                int nq = std::min(ATT_QUERIES, group - i0);
+                float* o = &t.o[(size_t)i0 * head_dim];
+                const float* p = &t.s[i0 * ATT_BLOCK + j];
+                if (k.att_pv) k.att_pv(o, p, nq, v, V.stride, type, r, head_dim);
+                else
+                    for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, p + i * ATT_BLOCK, v, V.stride, type, r, head_dim);
+            }
+        }
+    }
+    // part, per query of the group (part_stride apart): m, l, then o's head_dim values
+    for (int i = 0; i < group; i++) {
+        float* p = part + i * part_stride;
+        p[0] = t.m[i];
+        p[1] = sum_lanes(&t.l[i * LANES]);
+        std::memcpy(p + 2, &t.o[(size_t)i * head_dim], head_dim * sizeof(float));
+    }
+}
+
+static void attention_decode(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
+                             DType kv_type, int n_heads, int n_kv_heads, int n, int head_dim, const SimdKernels& k,
+                             KernelScratch& s) {
+    int group = n_heads / n_kv_heads, n_chunks = (n + ATT_CHUNK - 1) / ATT_CHUNK;
+    size_t head_bytes = kv_row_bytes(kv_type, head_dim), per_head = (size_t)n_chunks * (head_dim + 2);
+    // The partial results, [n_heads][n_chunks][m, l, o...], in the caller's buffer.
+    if (s.parts.size() < n_heads * per_head) s.parts.resize(n_heads * per_head);
+    float* parts = s.parts.data();
+    #pragma omp parallel
+    {
+        DecodeTask t;
+        #pragma omp for schedule(dynamic)
+        for (int task = 0; task < n_kv_heads * n_chunks; task++) {
+            int g = task % n_kv_heads, c = task / n_kv_heads, h0 = g * group;
+            decode_chunk(parts + h0 * per_head + (size_t)c * (head_dim + 2), per_head,
+                         scores ? scores + (size_t)h0 * n : nullptr, q + (size_t)h0 * head_dim, K, V, g * head_bytes,
+                         kv_type, group, c * ATT_CHUNK, std::min(n, (c + 1) * ATT_CHUNK), n, head_dim, k, t);
+        }
+        // Each head's chunks combined in order (see above).
+        #pragma omp for schedule(static)
+        for (int h = 0; h < n_heads; h++) {
+            const float* p = parts + h * per_head;
+            float M = -INFINITY, l = 0.0f;
+            for (int c = 0; c < n_chunks; c++) M = std::max(M, p[(size_t)c * (head_dim + 2)]);
+            float* y = out + (size_t)h * head_dim;
+            for (int d = 0; d < head_dim; d++) y[d] = 0.0f;
+            for (int c = 0; c < n_chunks; c++) {
+                const float* pc = p + (size_t)c * (head_dim + 2);
+                float r = exp_poly(pc[0] - M);
+                l += pc[1] * r;
+                for (int d = 0; d < head_dim; d++) y[d] += pc[2 + d] * r;
+            }
+            float inv = 1.0f / l;
+            for (int d = 0; d < head_dim; d++) y[d] *= inv;
+            if (scores) {  // the weights a trace shows: exp(s_j - M) / L
+                float* row = scores + (size_t)h * n;
+                k.exp_shift(row, M, n);
+                for (int j = 0; j < n; j++) row[j] *= inv;
+            }
+        }
+    }
+}
+
 void attention_heads_fast(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
                           DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
                           const SimdKernels& k, KernelScratch& s) {
     int kv_len = n_first - 1 + T, group = n_heads / n_kv_heads, q_dim = n_heads * head_dim;
-    size_t elt = kv_type == DType::F32 ? 4 : 2;
-    if (T == 1) {  // decode: one query per head
-        #pragma omp parallel for schedule(static)
-        for (int h = 0; h < n_heads; h++) {
-            size_t kv_off = (size_t)(h / group) * head_dim * elt;
-            head_rows(out + h * head_dim, scores ? scores + (size_t)h * kv_len : nullptr, q + h * head_dim, K, V,
-                      kv_off, kv_type, n_first, head_dim, k);
-        }
-        return;
-    }
+    if (T == 1) return attention_decode(out, scores, q, K, V, kv_type, n_heads, n_kv_heads, n_first, head_dim, k, s);
+    size_t head_bytes = kv_row_bytes(kv_type, head_dim);
     int n_blocks = (kv_len + ATT_BLOCK - 1) / ATT_BLOCK, n_tiles = (T + ATT_QUERIES - 1) / ATT_QUERIES;
     size_t kt_head = (size_t)n_blocks * head_dim * ATT_BLOCK;
     // The keys of each KV head, transposed, in blocks: [n_kv_heads][blocks][head_dim][ATT_BLOCK],
@@ -213,21 +362,21 @@ void attention_heads_fast(float* out, float* scores, const float* q, const KVRow
                         for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = 0.0f;
                         continue;
                     }
-                    const uint8_t* row = K.at(key) + (size_t)g * head_dim * elt;
+                    const uint8_t* row = K.at(key) + g * head_bytes;
                     for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = widen(kv_type, row, d);
                 }
             }
         // Tiles of (head, queries), the costliest first (the last queries
         // see the most keys), taken by whichever thread is free: each output
         // row belongs to one tile, so the thread count changes no bit.
-        std::vector<float> o((size_t)ATT_QUERIES * head_dim);
+        std::vector<float> o((size_t)ATT_QUERIES * head_dim), vf;
         #pragma omp for schedule(dynamic)
         for (int it = 0; it < n_heads * n_tiles; it++) {
             int h = it % n_heads, t0 = (n_tiles - 1 - it / n_heads) * ATT_QUERIES;
-            size_t kv_off = (size_t)(h / group) * head_dim * elt;
+            size_t kv_off = (h / group) * head_bytes;
             attention_tile(out + h * head_dim, scores ? scores + (size_t)h * T * kv_len : nullptr,
                            q + (size_t)t0 * q_dim + h * head_dim, kt + (h / group) * kt_head, V, kv_off,
-                           kv_type, T, t0, std::min(ATT_QUERIES, T - t0), n_first, q_dim, head_dim, k, o.data());
+                           kv_type, T, t0, std::min(ATT_QUERIES, T - t0), n_first, q_dim, head_dim, k, o.data(), vf);
         }
     }
 }

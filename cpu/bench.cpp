@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 #include "cli.h"
+#include "cpu/bench.h"
 #include "gguf/gguf.h"
 #include "gguf/quants.h"
 #include "kernels.h"
@@ -158,12 +159,7 @@ static double prefill_flops_per_token(const Model& m) {
 // or, with --quant file on a GGUF model, on that very file.
 // Called between Lantern's runs, with the same thread count, so both see
 // the same machine load. Without the binary or the GGUF the columns say
-// "not measured".
-struct LlamaBench {
-    std::string bin = "build/llama.cpp/bin/llama-bench";
-    std::string why_not;  // empty when it can run
-};
-
+// "not measured" (cpu/bench.h: LlamaBench).
 // The GGUF of `model_dir` in weight type dt, made once.
 static std::string gguf_for(const std::string& model_dir, DType dt, std::string& why_not) {
     std::string name = model_dir;
@@ -195,19 +191,12 @@ static std::string gguf_for(const std::string& model_dir, DType dt, std::string&
     return out;
 }
 
-// One llama-bench run (-r 1): prefill tok/s of each prompt length (pp[i]
-// for prompts[i]) and decode tok/s over `n_decode` tokens; 0 where it did
-// not report.
-static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int threads, const std::vector<int>& prompts,
-                             int n_decode, std::vector<double>& pp, double& tg) {
-    pp.assign(prompts.size(), 0);
-    tg = 0;
-    std::string list;
-    for (int p : prompts) list += (list.empty() ? "" : ",") + std::to_string(p);
-    std::string cmd = lb.bin + " -m '" + gguf + "' -t " + std::to_string(threads) + " -p " + list + " -n " +
-                      std::to_string(n_decode) + " -r 1 -o csv 2>/dev/null";
+std::vector<LlamaRow> llama_bench_rows(const LlamaBench& lb, const std::string& gguf, int threads,
+                                       const std::string& args) {
+    std::vector<LlamaRow> rows;
+    std::string cmd = lb.bin + " -m '" + gguf + "' -t " + std::to_string(threads) + " " + args + " -r 1 -o csv 2>/dev/null";
     FILE* f = popen(cmd.c_str(), "r");
-    if (!f) return;
+    if (!f) return rows;
     char line[4096];
     std::vector<std::string> header;
     while (fgets(line, sizeof line, f)) {
@@ -220,18 +209,32 @@ static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int 
         }
         cols.push_back(cur);
         if (header.empty()) { header = cols; continue; }
-        int n_prompt = 0, n_gen = 0;
-        double ts = 0;
+        LlamaRow r;
         for (size_t i = 0; i < cols.size() && i < header.size(); i++) {
-            if (header[i] == "n_prompt") n_prompt = atoi(cols[i].c_str());
-            if (header[i] == "n_gen") n_gen = atoi(cols[i].c_str());
-            if (header[i] == "avg_ts") ts = atof(cols[i].c_str());
+            if (header[i] == "n_prompt") r.n_prompt = atoi(cols[i].c_str());
+            if (header[i] == "n_gen") r.n_gen = atoi(cols[i].c_str());
+            if (header[i] == "n_depth") r.n_depth = atoi(cols[i].c_str());
+            if (header[i] == "avg_ts") r.ts = atof(cols[i].c_str());
         }
-        for (size_t i = 0; i < prompts.size(); i++)
-            if (n_prompt == prompts[i] && n_gen == 0) pp[i] = ts;
-        if (n_gen > 0 && n_prompt == 0) tg = ts;
+        rows.push_back(r);
     }
     pclose(f);
+    return rows;
+}
+
+// Prefill tok/s of each prompt length (pp[i] for prompts[i]) and decode
+// tok/s over `n_decode` tokens in one llama-bench run; 0 where it did not report.
+static void llama_bench_once(const LlamaBench& lb, const std::string& gguf, int threads, const std::vector<int>& prompts,
+                             int n_decode, std::vector<double>& pp, double& tg) {
+    pp.assign(prompts.size(), 0);
+    tg = 0;
+    std::string list;
+    for (int p : prompts) list += (list.empty() ? "" : ",") + std::to_string(p);
+    for (const LlamaRow& r : llama_bench_rows(lb, gguf, threads, "-p " + list + " -n " + std::to_string(n_decode))) {
+        for (size_t i = 0; i < prompts.size(); i++)
+            if (r.n_prompt == prompts[i] && r.n_gen == 0) pp[i] = r.ts;
+        if (r.n_gen > 0 && r.n_prompt == 0) tg = r.ts;
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -253,6 +256,8 @@ int cmd_bench(int argc, char** argv) {
     int threads = o.engine.threads, reps = o.reps, n_decode = o.n_decode;
     bool stepwise = o.gen.prefill_stepwise;
     DType kv_type = o.engine.kv_type;
+    std::string kv_name = dtype_name(kv_type);  // as llama-bench's -ctk takes it: "f16"
+    for (char& ch : kv_name) ch = (char)tolower(ch);
     LlamaBench lb;
     if (!o.llama_bench.empty()) lb.bin = o.llama_bench;
     std::vector<KernelSet> sets;
@@ -301,6 +306,40 @@ int cmd_bench(int argc, char** argv) {
     printf("runs       median of %d; decode: %d tokens after a 16-token prompt; prefill %s; KV cache %s\n\n", reps,
            n_decode, stepwise ? "one token per forward (stepwise)" : "one forward per prompt", dtype_name(kv_type));
 
+    // The run as a record (--save): the machine's figures, then a row per
+    // number printed below.
+    nlohmann::ordered_json figures, rec_rows = nlohmann::ordered_json::array();
+    figures["bandwidth_gbs"] = bw;
+    figures["fma_gflops_8"] = peak8;
+    figures["fma_gflops_16"] = peak16 > 0 ? nlohmann::ordered_json(peak16) : nlohmann::ordered_json();
+    std::string command = "./run";
+    for (int i = 0; i < argc; i++) command += std::string(" ") + argv[i];
+    auto save = [&] {
+        if (o.bench_save.empty()) return;
+        record_append(o.bench_save, command, figures, rec_rows);
+        printf("record     appended to %s\n", o.bench_save.c_str());
+    };
+    if (lb.bin == "none") lb.why_not = "--llama none";
+    else if (access(lb.bin.c_str(), X_OK) != 0)
+        lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
+
+    if (!o.bench_depths.empty()) {  // decode after long contexts: the first weight type and kernel set
+        bool keep = quants[0] == "file";
+        kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
+        if (!use_weights(m, w, types[0], keep, g_kernels.simd)) fail("--depth: the weights cannot be %s", quants[0].c_str());
+        std::string gguf;
+        if (lb.why_not.empty() && keep && is_gguf_path(path)) gguf = path;
+        else if (lb.why_not.empty()) gguf = gguf_for(path, keep ? w.original.back().dtype : types[0], lb.why_not);
+        DepthBench b{&m, o.bench_depths, n_decode, reps, g_kernels.threads, weight_bytes(w), bw, kv_name, lb, gguf};
+        bench_depth(b, rec_rows);
+        for (auto& r : rec_rows) {
+            r["weights"] = keep ? "file" : quants[0];
+            r["kernels"] = r["engine"] == "lantern" ? nlohmann::ordered_json(kernel_path_name()) : nlohmann::ordered_json();
+        }
+        save();
+        return 0;
+    }
+
     std::vector<int> tokens(std::max(max_prompt, 16) + n_decode);
     uint32_t s = 12345;
     for (int& t : tokens) t = (int)((s = s * 1664525u + 1013904223u) >> 8) % c.vocab;
@@ -310,9 +349,6 @@ int cmd_bench(int argc, char** argv) {
     printf(" %8s %8s %6s %6s %8s %7s", "decode", "GB/tok", "effic", "%FMA", "llama.tg", "ratio");
     for (int p : prompts) printf(" %9s %7s", ("llama.pp" + std::to_string(p)).c_str(), "ratio");
     printf(" %9s\n", "RSS MB");
-    if (lb.bin == "none") lb.why_not = "--llama none";
-    else if (access(lb.bin.c_str(), X_OK) != 0)
-        lb.why_not = lb.bin + " is not built (bash tools/build_llama_bench.sh builds it once)";
     double anon_mb = 0, file_mb = 0;  // the most seen after a row (its cache and copies still alive)
     for (size_t ti = 0; ti < types.size(); ti++) {
         DType dt = types[ti];
@@ -429,6 +465,31 @@ int cmd_bench(int argc, char** argv) {
                         printf(" %9.1f %6.2fx", median(row.llama_pp[i]), pp_tps[i] / median(row.llama_pp[i]));
                     else printf(" %9s %7s", "-", "-");
                 printf(" %9.0f\n", status_mb("VmRSS"));
+                auto rec = [&](const char* engine, const std::string& test, const std::vector<double>& runs) {
+                    nlohmann::ordered_json r;
+                    r["engine"] = engine;
+                    r["test"] = test;
+                    r["depth"] = 0;
+                    r["weights"] = label;
+                    r["kv"] = kv_name;
+                    r["kernels"] = engine[0] == 'l' && engine[1] == 'a' ? nlohmann::ordered_json() : nlohmann::ordered_json(kernel_path_name());
+                    r["threads"] = g_kernels.threads;
+                    r["tok_s"] = runs.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(runs));
+                    r["runs"] = runs;
+                    return r;
+                };
+                for (size_t i = 0; i < prompts.size(); i++) {
+                    rec_rows.push_back(rec("lantern", "pp" + std::to_string(prompts[i]), row.pp_runs[i]));
+                    if (!row.llama_pp[i].empty())
+                        rec_rows.push_back(rec("llama.cpp", "pp" + std::to_string(prompts[i]), row.llama_pp[i]));
+                }
+                if (!row.tg.empty()) {
+                    nlohmann::ordered_json t = rec("lantern", "tg" + std::to_string(n_decode), row.tg);
+                    t["gb_per_token"] = bytes / 1e9;
+                    t["efficiency"] = effic;
+                    rec_rows.push_back(t);
+                }
+                if (!row.llama_tg.empty()) rec_rows.push_back(rec("llama.cpp", "tg" + std::to_string(n_decode), row.llama_tg));
             }
             anon_mb = std::max(anon_mb, status_mb("RssAnon"));
             file_mb = std::max(file_mb, status_mb("RssFile"));
@@ -461,5 +522,6 @@ int cmd_bench(int argc, char** argv) {
     }
     printf("peak RSS   %.0f MB (VmHWM); after a row at most %.0f MB of mapped files and %.0f MB anonymous; weight files %.0f MB\n",
            status_mb("VmHWM"), file_mb, anon_mb, weights_bytes(m) / 1e6);
+    save();
     return 0;
 }

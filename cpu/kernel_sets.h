@@ -214,18 +214,18 @@ int tile_row_list(int tile, int tile_rows, int n_rows, bool stripes, int rows[MA
 // Both float and block-format drivers use it (kernels_fast.cpp says why).
 const int STREAM_TOKENS = 64;
 
-// The fast twins of kernels.h's attention (cpu/attention_fast.cpp). One
-// query over the keys in blocks of ATT_BLOCK with an online softmax (a
-// running maximum and sum), so its memory does not grow with n; for a batch
-// (prefill) ATT_QUERIES queries of one head against ATT_BLOCK keys at a
-// time, as small tiles: its own summation order, equal to plain within
+// The fast twin of kernels.h's attention (cpu/attention_fast.cpp). A
+// prefill's queries go in tiles, ATT_QUERIES queries of one head against
+// ATT_BLOCK keys at a time with an online softmax (a running maximum and
+// sum), so memory does not grow with n; a decode step's keys in chunks of
+// ATT_CHUNK that all threads share, each chunk's partial softmax combined
+// in order (flash decoding). Its own summation order, equal to plain within
 // float rounding, the same bits in every SIMD set, for every thread count,
 // and for a token whichever batch it came in. The keys are read where they
 // lie (KVRows: one run or pages).
 const int ATT_BLOCK = 64;
 const int ATT_QUERIES = 8;
-void attention_head_fast(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
-                         size_t stride, DType kv_type, int n, int head_dim, const SimdKernels& k);
+const int ATT_CHUNK = 4 * ATT_BLOCK;
 void attention_heads_fast(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
                           DType kv_type, int n_heads, int n_kv_heads, int T, int n_first, int head_dim,
                           const SimdKernels& k, KernelScratch& s);
@@ -244,15 +244,6 @@ static inline float sum_lanes(const float l[LANES]) {
     for (int j = 0; j < 8; j++) u[j] = l[j] + l[j + 8];
     return ((u[0] + u[4]) + (u[2] + u[6])) + ((u[1] + u[5]) + (u[3] + u[7]));
 }
-// One weight of a bf16, f16 or f32 row widened to f32.
-static inline float widen(DType dt, const void* row, int c) {
-    switch (dt) {
-        case DType::BF16: return bf16_to_f32(((const uint16_t*)row)[c]);
-        case DType::F16: return f16_to_f32(((const uint16_t*)row)[c]);
-        default: return ((const float*)row)[c];
-    }
-}
-
 // The block formats' fast drivers (quants_fast.cpp, quants_packed.cpp),
 // with a kernel set's tiles (SimdKernels::quant_tile, packed_group).
 // The integer path of every kernel set but plain: the activations rounded

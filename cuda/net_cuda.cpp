@@ -35,6 +35,8 @@ static void refuse(const Net* net, int n_seqs, bool at_load = true) {
     if (net && !net->ablate.empty()) fail("--ablate: ablation runs on the CPU only (--device cpu)");
     if (net && net->model && net->model->cfg.arch->qk_norm)
         fail("--device cuda: Qwen3's q_norm/k_norm are not on the GPU yet; use --device cpu");
+    if (net && net->kv.type != DType::F32)
+        fail("--device cuda keeps its KV cache in f32; --kv-type %s runs on the CPU (--device cpu)", dtype_name(net->kv.type));
 }
 
 static std::shared_ptr<Backend> cuda_backend();

@@ -346,22 +346,6 @@ static void block_row(const Mat& W, int r, float* out) {
     dequantize_row(W.dtype, file_row(W, r, tmp), W.cols, out);
 }
 
-// Q8_0 (quants.h): the scale d = max|x|/127 of each 32 values, as f16,
-// then round(x/d) of each in int8.
-void quantize_row_q8_0(const float* x, int n, uint8_t* out) {
-    for (int b = 0; b < n / Q8_BLOCK; b++) {
-        const float* xb = x + b * Q8_BLOCK;
-        float amax = 0;
-        for (int j = 0; j < Q8_BLOCK; j++) amax = std::fmax(amax, std::fabs(xb[j]));
-        float d = amax / 127.0f;
-        uint16_t dh = f32_to_f16(d);
-        float inv = d > 0 ? 1.0f / d : 0.0f;
-        uint8_t* blk = out + (size_t)b * Q8_BLOCK_BYTES;
-        std::memcpy(blk, &dh, 2);
-        for (int j = 0; j < Q8_BLOCK; j++) blk[2 + j] = (uint8_t)(int8_t)std::lround(xb[j] * inv);
-    }
-}
-
 Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage) {
     if (W.cols % Q8_BLOCK != 0) fail("quantize_q8_0: %d columns is not a multiple of 32", W.cols);
     size_t row_bytes = (size_t)W.cols / Q8_BLOCK * Q8_BLOCK_BYTES;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 #include "common.h"
+#include "kernels.h"
 #include "tensor.h"
 
 // (The block sizes and bytes of every type, dtype_block_size ...
@@ -34,14 +35,9 @@ void dequantize_block_q4_k(const uint8_t* in, float* y);
 // Any matrix converted to any type (a copy in `storage`).
 Mat quantize_mat(const Mat& W, DType to, std::vector<uint8_t>& storage);
 
-// Q8_0: every 32 consecutive values share one scale d = max|x|/127 and are
-// stored as round(x/d) in int8: GGUF's block_q8_0, the f16 scale (2 bytes)
-// then the 32 codes. It is a weight format (--quant q8_0) and the form of
-// the activations of every integer product (the fast Q8_0 matmul and the
-// 4-6-bit formats' integer path).
-const int Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34;
-// One row of n floats (n a multiple of 32) to n/32 Q8_0 blocks of 34 bytes.
-void quantize_row_q8_0(const float* x, int n, uint8_t* out);
+// Q8_0 (kernels.h: Q8_BLOCK, quantize_row_q8_0) is a weight format
+// (--quant q8_0) and the form of the activations of every integer product
+// (the fast Q8_0 matmul and the 4-6-bit formats' integer path).
 // A bf16/f16/f32 matrix to Q8_0 into `storage`; returns a Mat pointing into it.
 Mat quantize_q8_0(const Mat& W, std::vector<uint8_t>& storage);
 // The same bits as quantize_row_q8_0 without a library call per value

@@ -6,13 +6,13 @@
 void kv_pages_init(KVPages& kv, const Config& c, int n_tokens, DType type, int block) {
     if (block <= 0) fail("KV pages: a block must hold at least one position");
     if (n_tokens <= 0) fail("KV pages: the pool must hold at least one position");
-    if (type == DType::Q8_0) fail("--kv-type: q8_0 is not a KV cache type (f32, f16 or bf16)");
+    kv_type_check(type, c.head_dim);
     kv.block = block;
     kv.n_blocks = (n_tokens + block - 1) / block;
     kv.n_layers = c.n_layers;
     kv.kv_dim = c.n_kv_heads * c.head_dim;
     kv.type = type;
-    size_t bytes = (size_t)kv.n_blocks * kv.n_layers * block * kv.kv_dim * kv.elt();
+    size_t bytes = (size_t)kv.n_blocks * kv.n_layers * block * kv.row_bytes();
     kv.k.assign(bytes, 0);
     kv.v.assign(bytes, 0);
     // Handed out from the back: block 0 first, which makes drawings and
@@ -101,7 +101,7 @@ int kv_blocks_cached(const KVPages& kv) {
 static size_t row_offset(const KVPages& kv, const KVSeq& seq, int layer, int pos) {
     if (pos < 0 || pos >= seq.n_pos) fail("KV pages: position %d is outside the sequence's %d positions", pos, seq.n_pos);
     int b = seq.blocks[pos / kv.block];
-    return ((((size_t)b * kv.n_layers + layer) * kv.block + pos % kv.block) * kv.kv_dim) * kv.elt();
+    return ((((size_t)b * kv.n_layers + layer) * kv.block + pos % kv.block)) * kv.row_bytes();
 }
 
 uint8_t* kv_key(KVPages& kv, const KVSeq& seq, int layer, int pos) { return &kv.k[row_offset(kv, seq, layer, pos)]; }
@@ -116,7 +116,7 @@ KVView kv_seq_view(KVPages& kv, const KVSeq& seq) {
     v.n_pos = seq.n_pos;
     v.block = kv.block;
     v.blocks = seq.blocks.data();
-    v.row_bytes = (size_t)kv.kv_dim * kv.elt();
+    v.row_bytes = kv.row_bytes();
     v.block_bytes = (size_t)kv.n_layers * kv.block * v.row_bytes;
     return v;
 }

@@ -57,7 +57,7 @@ struct KVPages {
     std::map<std::pair<long long, std::vector<int>>, int> index;  // (serial before, tokens) -> block
     std::vector<std::pair<long long, std::vector<int>>> key;      // per block: its key in the index
     long long next_serial = 1;
-    size_t elt() const { return type == DType::F32 ? 4 : 2; }
+    size_t row_bytes() const { return kv_row_bytes(type, kv_dim); }  // one position of one layer
 };
 
 // A sequence's block table: position p is row p % block of blocks[p / block].

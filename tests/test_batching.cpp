@@ -46,7 +46,7 @@ TEST_CASE("KV pages: blocks are taken as positions appear and all come back") {
     for (int x : a.blocks)
         for (int y : b.blocks) CHECK(x != y);
     // Rows land in the right block: position 16 of a is row 0 of its second block.
-    size_t row = (size_t)kv.kv_dim * kv.elt();
+    size_t row = kv.row_bytes();
     CHECK(kv_value(kv, a, 1, 16) == &kv.v[(((size_t)a.blocks[1] * kv.n_layers + 1) * kv.block + 0) * row]);
     CHECK(kv_key(kv, a, 0, 3) == &kv.k[(((size_t)a.blocks[0] * kv.n_layers + 0) * kv.block + 3) * row]);
     CHECK_THROWS_AS(kv_key(kv, a, 0, 17), LanternError);  // past what it holds

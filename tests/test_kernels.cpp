@@ -594,17 +594,21 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
 }
 
 // Attention for one head and one query, plain (all scores, then softmax)
-// against fast (key blocks of ATT_BLOCK, online softmax). The bound, with
-// |v| <= 1 so |out| <= 1, in units of u = 2^-24:
+// against fast (chunks of ATT_CHUNK keys, each in blocks of ATT_BLOCK with
+// the online softmax, the chunks' partial results combined). The bound,
+// with |v| <= 1 so |out| <= 1, in units of u = 2^-24:
 //   - a score's dot product: fast sums in 16 lanes of floats, plain in
 //     double, so they differ by at most (hd/16 + 6) u S, S = max_j of
 //     sum_i |q_i k_ji| / sqrt(hd); a weight exp(s_j - M) moves by that
 //     relative amount twice (s_j and M);
-//   - exp_poly: 2 ulp, and one rounding per rescale (at most n/ATT_BLOCK);
-//   - the weighted sum of n value rows in float: n u (recursive summation),
-//     then the division by l: one rounding.
-// So |fast - plain| <= (n + n/ATT_BLOCK + 8) u + 2 (hd/16 + 6) u S per
-// output value, and a weight within p_j (8 u + 2 (hd/16 + 6) u S). A missed
+//   - exp_poly: 2 ulp, and a rounding or two per rescale (at most
+//     n/ATT_BLOCK in the blocks, n/ATT_CHUNK in the combination);
+//   - the weighted sum of n value rows in float: n u (recursive summation);
+//     the sum l of the weights in 16 lanes and across chunks:
+//     (n/16 + n/ATT_CHUNK + 4) u relative; then the division by l.
+// So |fast - plain| <= (n + 2 n/ATT_BLOCK + 2 n/ATT_CHUNK + n/16 + 12) u
+// + 2 (hd/16 + 6) u S per output value, and a weight within
+// p_j ((n/16 + n/ATT_CHUNK + 12) u + 2 (hd/16 + 6) u S). A missed
 // rescale, a lost block tail or a key off by one moves the output by a whole
 // weight, far above this. Keys are drawn so that the scores spread wide and
 // the maximum keeps rising from block to block (the rescale path runs), and
@@ -626,10 +630,9 @@ static AttnCase attn_case(DType dt, int n, int hd, float q_scale, std::mt19937& 
         for (int i = 0; i < hd; i++) k[(size_t)j * kv_heads * hd + hd + i] += 0.5f * j / n * (a.q[i] / q_scale);
     a.K = mat_from_f32(dt, n, kv_heads * hd, std::move(k));
     a.V = random_mat(dt, n, kv_heads * hd, rng);
-    size_t elt = dt == DType::F32 ? 4 : 2;
-    a.stride = kv_heads * hd * elt;
-    a.keys = (const uint8_t*)a.K.m.data + hd * elt;  // head 1
-    a.values = (const uint8_t*)a.V.m.data + hd * elt;
+    a.stride = kv_row_bytes(dt, kv_heads * hd);
+    a.keys = (const uint8_t*)a.K.m.data + kv_row_bytes(dt, hd);  // head 1
+    a.values = (const uint8_t*)a.V.m.data + kv_row_bytes(dt, hd);
     std::vector<float> row(kv_heads * hd);
     for (int j = 0; j < n; j++) {
         mat_row_to_f32(a.K.m, j, row.data());  // the keys as stored (rounded to dt)
@@ -640,44 +643,55 @@ static AttnCase attn_case(DType dt, int n, int hd, float q_scale, std::mt19937& 
     return a;
 }
 
-// One query over the first n keys of `a`: plain against the scalar twin
-// within the bound, then every SIMD set bitwise equal to the scalar twin,
-// weights and output.
+// One query over the first n keys of `a` through the fast kernel's decode
+// (attention_heads_fast for one head and one token: chunks of ATT_CHUNK
+// keys, each in blocks of ATT_BLOCK with the online softmax, combined).
+static void decode_one(float* out, float* scores, const AttnCase& a, DType dt, int n, int hd, const SimdKernels& k) {
+    KVRows K, V;
+    K.base = a.keys, V.base = a.values, K.stride = V.stride = a.stride;
+    KernelScratch s;
+    attention_heads_fast(out, scores, a.q.data(), K, V, dt, 1, 1, 1, n, hd, k, s);
+}
+
+// Plain against the scalar twin within the bound, then every SIMD set
+// bitwise equal to the scalar twin, weights and output.
 static void check_attention(const AttnCase& a, DType dt, int n, int hd, const std::vector<KernelSet>& sets) {
     std::vector<float> out_p(hd), out_s(hd), s_p(n), s_s(n);
     attention_head_plain(out_p.data(), s_p.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd);
-    attention_head_fast(out_s.data(), s_s.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd, SCALAR_KERNELS);
+    decode_one(out_s.data(), s_s.data(), a, dt, n, hd, SCALAR_KERNELS);
     double score_err = 2 * (hd / 16 + 6) * U * a.S;
-    double tol = (n + n / ATT_BLOCK + 8) * U + score_err;
+    double tol = (n + 2 * (n / ATT_BLOCK) + 2 * (n / ATT_CHUNK) + n / 16 + 12) * U + score_err;
+    double wtol = (n / 16 + n / ATT_CHUNK + 12) * U + score_err;
     int bad = 0;
     for (int i = 0; i < hd; i++) bad += !(std::fabs(out_s[i] - out_p[i]) <= tol);
-    for (int j = 0; j < n; j++) bad += !(std::fabs(s_s[j] - s_p[j]) <= s_p[j] * (8 * U + score_err) + 1e-37);
+    for (int j = 0; j < n; j++) bad += !(std::fabs(s_s[j] - s_p[j]) <= s_p[j] * wtol + 1e-37);
     CHECK(bad == 0);
     std::vector<float> out_n(hd);  // without the weights (no trace): the same output
-    attention_head_fast(out_n.data(), nullptr, a.q.data(), a.keys, a.values, a.stride, dt, n, hd, SCALAR_KERNELS);
+    decode_one(out_n.data(), nullptr, a, dt, n, hd, SCALAR_KERNELS);
     CHECK(bitwise_equal(out_n, out_s));
     for (KernelSet set : sets) {
         const SimdKernels& k = simd_table(set);
         std::string name = k.name;
         CAPTURE(name);
         std::vector<float> out_f(hd), s_f(n);
-        attention_head_fast(out_f.data(), s_f.data(), a.q.data(), a.keys, a.values, a.stride, dt, n, hd, k);
+        decode_one(out_f.data(), s_f.data(), a, dt, n, hd, k);
         CHECK(bitwise_equal(out_f, out_s));
         CHECK(bitwise_equal(s_f, s_s));
     }
     kernels_init(KernelSet::Fast, 0);
 }
 
-TEST_CASE("attention_head: online softmax over key blocks equals plain within the bound, every SIMD set bitwise equal to the scalar twin (f32/f16/bf16 cache)") {
+TEST_CASE("decode attention: chunks of keys, online softmax in each, combined, equal plain within the bound; every SIMD set bitwise equal to the scalar twin (f32/f16/bf16/q8_0 cache)") {
     std::mt19937 rng(13);
     std::vector<KernelSet> sets = simd_sets();
-    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
         std::string type = dtype_name(dt);
         CAPTURE(type);
-        // decode: one query over n keys, n within, at and past block edges
+        // decode: one query over n keys, n within, at and past block and chunk edges
         for (int hd : {8, 17, 64})
-            for (int n : {1, 3, 63, 64, 65, 128, 129, 200, 1000, 2100}) {
+            for (int n : {1, 3, 63, 64, 65, 128, 129, 200, 255, 256, 257, 1000, 2100}) {
                 if (hd != 64 && n > 200) continue;
+                if (dt == DType::Q8_0 && hd % Q8_BLOCK) continue;  // a Q8_0 head is whole blocks
                 CAPTURE(hd);
                 CAPTURE(n);
                 for (float q_scale : {1.0f, 8.0f}) {
@@ -703,7 +717,8 @@ TEST_CASE("attention_head: online softmax over key blocks equals plain within th
 // under the n u of the weighted sum). Then the bits: every SIMD set equal to
 // the scalar twin, 1-3 threads, with or without the weights, and the tokens
 // split into two batches equal to the one batch (a token's result does not
-// depend on the tile it came in); for one token, attention_head_fast's bits.
+// depend on the tile it came in); for one token, each head's bits alone
+// (a KV head's chunk task runs its whole group of query heads at once).
 struct HeadsCase {
     int n_heads = 4, n_kv_heads = 2, hd, T, n_first, kv_len;
     std::vector<float> q;  // [T, n_heads * hd]
@@ -725,7 +740,7 @@ static HeadsCase heads_case(DType dt, int hd, int T, int n_first, std::mt19937& 
         for (int i = 0; i < kv_dim; i++) k[(size_t)j * kv_dim + i] += 1.5f * j / a.kv_len * u[i % hd];
     a.K = mat_from_f32(dt, a.kv_len, kv_dim, std::move(k));
     a.V = random_mat(dt, a.kv_len, kv_dim, rng);
-    a.stride = kv_dim * (dt == DType::F32 ? 4 : 2);
+    a.stride = kv_row_bytes(dt, kv_dim);
     return a;
 }
 static void run_heads(const HeadsCase& a, DType dt, const SimdKernels* k, int t_begin, int t_end, float* out,
@@ -770,10 +785,12 @@ TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SI
     std::mt19937 rng(17);
     std::vector<KernelSet> sets = simd_sets();
     struct Shape { int hd, T, n_first; };
-    std::vector<Shape> shapes = {{64, 1, 1},  {64, 1, 70},   {64, 7, 1},  {64, 7, 60}, {64, 64, 1},
-                                 {64, 64, 130}, {64, 300, 1}, {17, 7, 3},  {17, 64, 65}, {128, 40, 30}};
-    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    std::vector<Shape> shapes = {{64, 1, 1},   {64, 1, 70},  {64, 1, 700}, {64, 7, 1},  {64, 7, 60},
+                                 {64, 64, 1},  {64, 64, 130}, {64, 300, 1}, {17, 7, 3},  {17, 64, 65},
+                                 {128, 40, 30}, {128, 1, 300}};
+    for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0})
         for (const Shape& sh : shapes) {
+            if (dt == DType::Q8_0 && sh.hd % Q8_BLOCK) continue;  // a Q8_0 head is whole blocks
             std::string type = dtype_name(dt);
             CAPTURE(type);
             CAPTURE(sh.hd);
@@ -799,27 +816,33 @@ TEST_CASE("attention_heads: prefill tiles equal plain within the bound; every SI
                         for (int i = 0; i < hd; i++) sum += std::fabs((double)q[i] * krow[g * hd + i]);
                         S = std::max(S, sum / std::sqrt((double)hd));
                     }
-                    double score_err = 2 * (hd + 6) * U * S, tol = (n + n / ATT_BLOCK + 8) * U + score_err;
+                    // check_attention's bound, with the tile's score order
+                    double score_err = 2 * (hd + 6) * U * S;
+                    double tol = (n + 2 * (n / ATT_BLOCK) + 2 * (n / ATT_CHUNK) + n / 16 + 12) * U + score_err;
+                    double wtol = (n / 16 + n / ATT_CHUNK + 12) * U + score_err;
                     for (int i = 0; i < hd; i++) {
                         size_t o = (size_t)t * q_dim + h * hd + i;
                         bad += !(std::fabs(out_s[o] - out_p[o]) <= tol);
                     }
                     const float *sp = &s_p[((size_t)h * T + t) * kv_len], *ss = &s_s[((size_t)h * T + t) * kv_len];
                     for (int j = 0; j < kv_len; j++)
-                        bad += !(std::fabs(ss[j] - sp[j]) <= sp[j] * (8 * U + score_err) + 1e-37);
+                        bad += !(std::fabs(ss[j] - sp[j]) <= sp[j] * wtol + 1e-37);
                     for (int j = n; j < kv_len; j++) bad += ss[j] != 0.0f;  // the future
                 }
             CHECK(bad == 0);
             std::vector<float> out_n(n_out);  // no weights asked (no trace): the same output
             run_heads(a, dt, &SCALAR_KERNELS, 0, T, out_n.data(), nullptr);
             CHECK(bitwise_equal(out_n, out_s));
-            if (T == 1) {  // decode: one query per head, attention_head_fast's bits
+            if (T == 1) {  // decode: each head alone gives the bits it got in its group
                 for (int h = 0; h < a.n_heads; h++) {
                     std::vector<float> one(hd);
-                    size_t off = (size_t)(h / (a.n_heads / a.n_kv_heads)) * hd * (dt == DType::F32 ? 4 : 2);
-                    attention_head_fast(one.data(), nullptr, &a.q[h * hd], (const uint8_t*)a.K.m.data + off,
-                                        (const uint8_t*)a.V.m.data + off, a.stride, dt, a.n_first, hd,
-                                        SCALAR_KERNELS);
+                    size_t off = (h / (a.n_heads / a.n_kv_heads)) * kv_row_bytes(dt, hd);
+                    KVRows K1, V1;
+                    K1.base = (const uint8_t*)a.K.m.data + off, V1.base = (const uint8_t*)a.V.m.data + off;
+                    K1.stride = V1.stride = a.stride;
+                    KernelScratch scratch;
+                    attention_heads_fast(one.data(), nullptr, &a.q[h * hd], K1, V1, dt, 1, 1, 1, a.n_first, hd,
+                                         SCALAR_KERNELS, scratch);
                     CHECK(std::memcmp(one.data(), &out_s[h * hd], hd * sizeof(float)) == 0);
                 }
             } else {  // the first third of the tokens as one batch, the rest as the next
