@@ -71,7 +71,7 @@ WORDS = {
            "serve": "**%s, serving** (`tools/bench_serve.py`, total tok/s), %d records.",
            "clients1": "1 client alone", "clientsN": "%d clients at once", "queued": "%d clients, --parallel 1",
            "speedup": "speedup", "seq1": "llama.cpp 1 sequence", "seqN": "llama.cpp %d sequences",
-           "none": "no records yet", "no_others": "None yet: every machine measured has its section."},
+           "none": "no records yet", "then": ", ", "no_others": "None yet: every machine measured has its section."},
     "zh": {"machine": "机器", "cpu": "CPU（运行时记录的名称）", "cores": "核数", "flags": "向量指令",
            "records": "记录数", "bw": "读带宽，GB/s", "fma8": "FMA 峰值（8 宽），GFLOP/s",
            "fma16": "FMA 峰值（16 宽），GFLOP/s",
@@ -82,7 +82,7 @@ WORDS = {
            "serve": "**%s，服务**（`tools/bench_serve.py`，总 tok/s），%d 条记录。",
            "clients1": "单独 1 个客户端", "clientsN": "%d 个客户端同时", "queued": "%d 个客户端，--parallel 1",
            "speedup": "加速比", "seq1": "llama.cpp 1 个序列", "seqN": "llama.cpp %d 个序列",
-           "none": "尚无记录", "no_others": "暂无：测过的每台机器都有自己的一节。"},
+           "none": "尚无记录", "then": "，", "no_others": "暂无：测过的每台机器都有自己的一节。"},
 }
 
 # A row's "variant" says how its run differed from the code of its day (a build before a change, a
@@ -180,30 +180,35 @@ def read_records(root=ROOT):
 # ----------------------------------------------------------------------------- writing one
 
 def cpu_facts():
-    """(cpu model name, the flags that matter, cores) from /proc/cpuinfo; None where not known."""
+    """(cpu model name, the flags that matter, cores, vendor, family, model) from /proc/cpuinfo;
+    None where not known."""
     try:
         text = open("/proc/cpuinfo").read()
     except OSError:
-        return None, None, os.cpu_count()
-    model = re.search(r"^(?:model name|Model)\s*:\s*(.+)$", text, re.M)
-    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
-    have = set(flags.group(1).split()) if flags else set()
-    return (model.group(1).strip() if model else None,
-            " ".join(f for f in FLAGS if f in have) or None, os.cpu_count())
+        return None, None, os.cpu_count(), None, None, None
+
+    def field(name):
+        m = re.search(r"^%s\s*:\s*(.+)$" % name, text, re.M)
+        return m.group(1).strip() if m else None
+    have = set((field("flags") or field("Features") or "").split())
+    family, model = field("cpu family"), field("model")
+    return (field("model name") or field("Model"), " ".join(f for f in FLAGS if f in have) or None, os.cpu_count(),
+            field("vendor_id"), int(family) if family and family.isdigit() else None,
+            int(model) if model and model.isdigit() else None)
 
 
-def machine_label(cpu, flags):
-    """The short label the tables group by, guessed from the CPU name; a tool may be told another."""
+def machine_label(cpu, flags, vendor=None, family=None, model=None):
+    """The short label the tables group by: the microarchitecture for AMD (from the family and
+    model), "Xeon (AMX)" or "Xeon" for Intel, else the model name. A tool may be told another."""
     cpu, flags = cpu or "", flags or ""
-    if "amx_tile" in flags:
-        return "Xeon (AMX)"
-    if "Xeon" in cpu or "Intel" in cpu:
-        return "Xeon"
-    for pat, name in (("9[0-9]5[0-9]", "Zen 5"), ("9[0-9]4[0-9]|7[0-9]4[0-9]", "Zen 4"), ("7[0-9]3[0-9]", "Zen 3")):
-        if "EPYC" in cpu and re.search(r"\b" + pat, cpu):
-            return name
-    if "avx512_bf16" in flags and "AMD" in cpu:
-        return "Zen 4 or later"
+    if vendor == "AuthenticAMD" or "AMD" in cpu:
+        zen = {23: "Zen 2", 26: "Zen 5"}.get(family)
+        if family == 25:
+            zen = "Zen 4" if model is not None and model >= 0x10 else "Zen 3"
+        if zen:
+            return zen
+    if vendor == "GenuineIntel" or "Intel" in cpu:
+        return "Xeon (AMX)" if "amx_tile" in flags else ("Xeon" if "Xeon" in cpu else cpu or "Intel")
     return cpu or "unknown"
 
 
@@ -218,9 +223,9 @@ def git_commit(root=ROOT):
 def new_record(tool, command, rows, figures=None, machine=None):
     """A record of a run measured now, on this machine (the fields a tool fills itself)."""
     import time
-    cpu, flags, cores = cpu_facts()
+    cpu, flags, cores, vendor, family, model = cpu_facts()
     return {"tool": tool, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu,
-            "machine": machine or machine_label(cpu, flags), "flags": flags, "cores": cores,
+            "machine": machine or machine_label(cpu, flags, vendor, family, model), "flags": flags, "cores": cores,
             "commit": git_commit(), "command": command, "load": round(os.getloadavg()[0], 2),
             "figures": figures or {"bandwidth_gbs": None, "fma_gflops_8": None, "fma_gflops_16": None},
             "rows": rows, "source": None}
@@ -320,7 +325,8 @@ def machine_tables(records, machine, lang):
             mine = lantern[k]
             theirs = llama.get((test, weights, llama_build({"kernels": kernels}), threads, variant), [])
             if variant:
-                kernels = "%s, %s" % (kernels or w["kernels_default"], VARIANTS_ZH.get(variant, variant) if lang == "zh" else variant)
+                kernels = (kernels or w["kernels_default"]) + w["then"] + (VARIANTS_ZH.get(variant, variant) if lang == "zh"
+                                                                            else variant)
             ratio = "—"
             if theirs:
                 ratio = "%.2fx" % (statistics.median(v for v, _ in mine) / statistics.median(v for v, _ in theirs))
@@ -356,7 +362,7 @@ def machine_tables(records, machine, lang):
                     cells.append(cell([(x["tok_s"], x.get("runs")) for x in g.get(t, [])]))
             name = ks[0] or w["kernels_default"]
             if ks[1]:
-                name += ", " + (VARIANTS_ZH.get(ks[1], ks[1]) if lang == "zh" else ks[1])
+                name += w["then"] + (VARIANTS_ZH.get(ks[1], ks[1]) if lang == "zh" else ks[1])
             table.append([name, str(len(g.get("serve%d" % n, [])))] + cells)
         keep = [i for i in range(len(cols)) if any(r[2 + i] != "—" for r in table)]
         out.append("| %s | %s | %s |" % (w["kernels"], w["records"], " | ".join(cols[i][1] for i in keep)))
