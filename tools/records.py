@@ -155,8 +155,9 @@ def verify_line(line):
         return "no rows or no machine"
     for r in rec["rows"]:
         if not isinstance(r, dict) or r.get("engine") not in ("lantern", "llama.cpp") or not r.get("test") \
-                or not isinstance(r.get("tok_s"), (int, float)):
-            return "a row without engine (lantern or llama.cpp), test or tok_s: %s" % json.dumps(r)[:120]
+                or "tok_s" not in r or not (r["tok_s"] is None or isinstance(r["tok_s"], (int, float))):
+            return "a row without engine (lantern or llama.cpp), test or tok_s (a number, or null when not " \
+                   "measured): %s" % json.dumps(r)[:120]
     if rec["source"] is not None and not isinstance(rec.get("missing"), list):
         return 'a transcribed record (with "source") needs "missing": the fields not kept'
     return rec
@@ -177,6 +178,7 @@ def read_records(root=ROOT):
                     problems.append("%s:%d: %s" % (rel, n, rec))
                 else:
                     rec["_where"] = "%s:%d" % (rel, n)
+                    rec["rows"] = [r for r in rec["rows"] if r["tok_s"] is not None]   # not measured: no cell
                     records.append(rec)
     return records, problems
 
