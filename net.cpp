@@ -81,7 +81,8 @@ static void grow_rows(Net& net, size_t T) {
 // logits, so it makes the scratch that large before the first request. Grown
 // step by step instead, a burst of prompts longer than any before pays for
 // new pages (zeroed, and the old rows copied) inside a step its clients wait
-// for (book/A-measurements.md, "The Zen 5 machine, a fourth time").
+// for (book/A-measurements.md, "The server's scratch made before its first
+// request").
 void net_reserve(Net& net, int rows, int logit_rows) {
     grow_rows(net, (size_t)rows);
     grow(net.logits, (size_t)logit_rows * net.model->cfg.vocab);

@@ -1,6 +1,6 @@
 # tools/bench_serve.py — what continuous batching buys, measured in one run.
 #
-#   python3 tools/bench_serve.py [MODEL] [--threads 2] [--clients 8] [--tokens 64] [--kernels SET]
+#   python3 tools/bench_serve.py [MODEL] [--threads 2] [--clients 8] [--tokens 64] [--kernels SET] [--save [FILE]]
 #
 # Starts `./run serve MODEL --parallel 1` (one request at a time) and sends
 # it CLIENTS streaming requests at once; then a `--parallel CLIENTS` server,
@@ -31,15 +31,24 @@
 # bf16, the arithmetic llama-batched-bench does on a bf16 GGUF, so the two
 # engines' batching then compare like for like. The default, fast, is the
 # exact set.
+#
+# --save [FILE] appends the run as one record to FILE (default book/records/serve.jsonl;
+# tools/records.py says what a record holds): every figure printed, the machine and the commit.
+# The appendix's serving tables are made from these records.
 import http.client, itertools, json, os, re, statistics, subprocess, sys, threading, time
 
 args = sys.argv[1:]
 model = args.pop(0) if args and not args[0].startswith("--") else "models/qwen2.5-0.5b"
 opt = {"--threads": "2", "--clients": "8", "--tokens": "64", "--rounds": "3", "--kernels": "fast"}
+save = None
 while args:
     k = args.pop(0)
+    if k == "--save":
+        save = args.pop(0) if args and not args[0].startswith("--") else "book/records/serve.jsonl"
+        continue
     if k not in opt or not args:
-        sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N] [--rounds N] [--kernels SET]")
+        sys.exit("usage: python3 tools/bench_serve.py [MODEL] [--threads N] [--clients N] [--tokens N] [--rounds N] "
+                 "[--kernels SET] [--save [FILE]]")
     opt[k] = args.pop(0)
 kernels = opt.pop("--kernels")  # ./run serve checks the name
 for k, v in opt.items():
@@ -138,6 +147,7 @@ def llama_batched(prompt_tokens):
 def p90(xs):
     return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
 
+load_at_start = os.getloadavg()[0]
 print("bench_serve: %s, %d threads, kernels %s, %d streaming clients x %d tokens (greedy); machine: %s, %d cores, load %.1f" %
       (model, threads, kernels, clients, tokens, open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip()
        if os.path.exists("/proc/cpuinfo") else "?", os.cpu_count(), os.getloadavg()[0]))
@@ -171,3 +181,42 @@ print("batching speedup (total tok/s of %d clients at once vs 1 client alone, sa
       " ".join("%.2fx" % (t["total_tps"] / a["total_tps"]) for a, t in zip(alones, togethers))))
 print("  (vs the --parallel 1 server with %d queued clients: %.2fx)" % (clients, together_tps / queued["total_tps"]))
 print("(p90 of per-client tok/s is the 90th percentile value; the machine may be shared: compare the ratio, not the absolute numbers)")
+
+if save:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import records
+
+    def burst_figures(rs):
+        """A burst's printed figures, the median over its rounds where there are several."""
+        return {"ttft_median_s": round(statistics.median(statistics.median(r["ttft"]) for r in rs), 3),
+                "ttft_p90_s": round(statistics.median(p90(r["ttft"]) for r in rs), 3),
+                "client_tok_s_median": round(statistics.median(statistics.median(r["tps"]) for r in rs), 2),
+                "client_tok_s_p90": round(statistics.median(p90(r["tps"]) for r in rs), 2),
+                "tokens": [r["tokens"] for r in rs], "span_s": [round(r["span"], 2) for r in rs]}
+
+    def lantern(test, tok_s, runs, rs, **more):
+        row = {"engine": "lantern", "test": test, "depth": 0, "weights": None, "kv": None,
+               "kernels": None if kernels == "fast" else kernels, "threads": threads, "tok_s": round(tok_s, 2),
+               "runs": [round(x, 2) for x in runs], "clients": int(test[5:].rstrip("q")), "max_tokens": tokens,
+               "prompt_tokens": max(r["prompt_tokens"] for r in rs)}
+        row.update(burst_figures(rs))
+        row.update(more)
+        return row
+    rows = [lantern("serve%dq" % clients, queued["total_tps"], [queued["total_tps"]], [queued], parallel=1),
+            lantern("serve1", alone_tps, [r["total_tps"] for r in alones], alones, parallel=clients),
+            lantern("serve%d" % clients, together_tps, [r["total_tps"] for r in togethers], togethers, parallel=clients,
+                    speedup=round(together_tps / alone_tps, 3),
+                    speedup_runs=[round(t["total_tps"] / a["total_tps"], 3) for a, t in zip(alones, togethers)],
+                    speedup_vs_queued=round(together_tps / queued["total_tps"], 3))]
+    if tg:
+        for n in (1, clients):
+            row = {"engine": "llama.cpp", "test": "batched%d" % n, "depth": queued["prompt_tokens"], "weights": "bf16",
+                   "kv": None, "kernels": None, "threads": threads, "tok_s": tg[n], "runs": None, "sequences": n}
+            if n == clients:
+                row["speedup"] = round(tg[clients] / tg[1], 3)
+            rows.append(row)
+    rec = records.new_record("bench_serve", " ".join(["python3", "tools/bench_serve.py"] + sys.argv[1:]), rows)
+    rec["load"] = round(load_at_start, 2)
+    rec["model"] = model
+    records.append_record(save, rec)
+    print("saved: one record appended to %s" % save)

@@ -577,6 +577,9 @@ def main():
         import file_map
         for problem in file_map.check():
             rep.error(problem.split(":", 1)[0], problem.split(":", 1)[1].strip())
+        import records       # the measurement records and the appendix tables made from them
+        for problem in records.check():
+            rep.error(problem.split(": ", 1)[0], problem.split(": ", 1)[1])
     for c in chapters:
         before, t0 = len(rep.errors), time.time()
         check_chapter(c, src, rep, args, env, stats, known, reuse=os.path.dirname(c) == zh_dir)

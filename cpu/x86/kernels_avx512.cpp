@@ -246,8 +246,8 @@ static void axpy_avx512(float* y, const float* alpha, const uint8_t* x, size_t s
 // conversions per 24 dot steps. The tile has tile_n's shape, 4 rows x 6
 // tokens (24 accumulators, 6 activations, 1 weight): in decode it reads 4
 // streams of a stripe each, as the exact set does, where a tile of 8 rows
-// read 8 and decoded slower (book/A-measurements.md, "The Zen 5 machine,
-// again"). Other weight types take the avx512 tiles above.
+// read 8 and decoded slower (book/A-measurements.md, "bf16dot's loads").
+// Other weight types take the avx512 tiles above.
 // kernels_fast.cpp:dot_bf16dot_scalar is the scalar twin.
 static void round_bf16_avx512(const float* x, uint16_t* out, int n) {
     int i = 0;
@@ -284,7 +284,7 @@ INLINE void tile_bf16_n(const uint8_t* const* w, const uint16_t* const* x, int N
             // (GGUF), not to a cache line, and a 64-byte load that
             // straddles two lines costs more than a second load and an
             // insert. The 0.5B model's rows all start 32 bytes into a line
-            // (book/A-measurements.md, "The Zen 5 machine, a fourth time").
+            // (book/A-measurements.md, "bf16dot's loads").
             const uint16_t* wp = (const uint16_t*)w[r] + c;
             __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)wp)),
                                             _mm256_loadu_si256((const __m256i*)(wp + 16)), 1);
