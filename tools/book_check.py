@@ -580,6 +580,9 @@ def main():
         import records       # the measurement records and the appendix tables made from them
         for problem in records.check():
             rep.error(problem.split(": ", 1)[0], problem.split(": ", 1)[1])
+    if args.book_dir == os.path.abspath(os.path.join(ROOT, "book")) and not args.chapter:
+        for problem in __import__("book_limits").check():     # lengths and loads: tools/book_limits.py
+            rep.error(*problem.partition(": ")[::2])
     for c in chapters:
         before, t0 = len(rep.errors), time.time()
         check_chapter(c, src, rep, args, env, stats, known, reuse=os.path.dirname(c) == zh_dir)

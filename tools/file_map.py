@@ -2,8 +2,8 @@
 """The one table of Lantern's source files, and the reading path through them.
 
 tools/file_map.txt holds both, each row with its text in English and in Chinese. From it this
-script writes the map in README.md and book/01-how-to-read.md, and in their Chinese twins
-README.zh.md and book/zh/01-how-to-read.md (between the lines <!-- map:begin --> and
+script writes the map in README.md and book/E-code-map.md (the appendix chapter 1 points to),
+and in their Chinese twins README.zh.md and book/zh/E-code-map.md (between the lines <!-- map:begin --> and
 <!-- map:end -->, and <!-- path:begin --> / <!-- path:end --> for the reading path), and checks them:
 
   * every engine source file (the top level, cpu/, gguf/, cuda/, serve/, compat/) is in exactly
@@ -12,8 +12,7 @@ README.zh.md and book/zh/01-how-to-read.md (between the lines <!-- map:begin -->
     (from the line that starts its definition to the first line that starts with "}");
   * the reading path stays short: at most MAX_PATH_FILES files, none of them in a folder;
   * every row has its Chinese text;
-  * the four pages hold what the table generates, byte for byte (book/zh/01-how-to-read.md only
-    once it exists).
+  * the four pages hold what the table generates, byte for byte.
 
 Usage:
   /usr/bin/python3 tools/file_map.py            check (exit 1 with one line per problem)
@@ -29,9 +28,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = "tools/file_map.txt"
 # page -> (language, prefix of its chapter links)
-TARGETS = {"README.md": ("en", "book/"), "book/01-how-to-read.md": ("en", ""),
-           "README.zh.md": ("zh", "book/zh/"), "book/zh/01-how-to-read.md": ("zh", "")}
-OPTIONAL = ("book/zh/01-how-to-read.md",)  # skipped while it does not exist
+TARGETS = {"README.md": ("en", "book/"), "book/E-code-map.md": ("en", ""),
+           "README.zh.md": ("zh", "book/zh/"), "book/zh/E-code-map.md": ("zh", "")}
 WORDS = {
     "en": {"map": "| file | job | chapter |", "path": "| step | function | lines | what it does |",
            "total": "%d functions in %d files, %d lines in all.", "and": ", "},
@@ -184,8 +182,7 @@ def check():
         return problems
     for target, (lang, prefix) in TARGETS.items():
         if not os.path.isfile(os.path.join(ROOT, target)):
-            if target not in OPTIONAL:
-                problems.append("%s: missing (its map and reading path are written from %s)" % (target, TABLE))
+            problems.append("%s: missing (its map and reading path are written from %s)" % (target, TABLE))
             continue
         text = read(target)
         for name, make in gen.items():
@@ -202,8 +199,6 @@ def write():
     _, _, gen = sections()
     for target, (lang, prefix) in TARGETS.items():
         if not os.path.isfile(os.path.join(ROOT, target)):
-            if target in OPTIONAL:
-                continue
             raise SystemExit("%s: missing (its map and reading path are written from %s)" % (target, TABLE))
         text = read(target)
         for name, make in gen.items():
