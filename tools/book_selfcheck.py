@@ -25,7 +25,9 @@ edition (a planted folder of the self-test is left alone).
 
 Usage:
   /usr/bin/python3 tools/book_selfcheck.py [--book-dir DIR]   check every chapter page
-  /usr/bin/python3 tools/book_selfcheck.py --self-test        a page with a question removed fails
+  /usr/bin/python3 tools/book_selfcheck.py --self-test        a copy of the book with a question
+                                                             removed, a section removed or an
+                                                             answer left open fails
 Exit status 0 when nothing is wrong; each problem is one line "FILE:LINE: what".
 """
 import argparse
@@ -52,6 +54,11 @@ def is_chapter(path):
     return bool(PAGE.match(name)) and not NOT_CHAPTERS.match(name[:-3])
 
 
+def shown(path):
+    rel = os.path.relpath(path, ROOT)
+    return path if rel.startswith("..") else rel
+
+
 def questions(path):
     """(problems, number of questions) of one chapter page."""
     lang = "zh" if os.path.basename(os.path.dirname(os.path.abspath(path))) == "zh" else "en"
@@ -59,7 +66,7 @@ def questions(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     blocks, prose = parse(text)
-    rel = os.path.relpath(path, ROOT) if not os.path.relpath(path, ROOT).startswith("..") else path
+    rel = shown(path)
     heads = [(n, m.group(1)) for n, l in prose for m in [re.match(r"^## +(.*?)\s*$", l)] if m]
     start = next((k for k, (_, h) in enumerate(heads) if h == head), None)
     if start is None:
@@ -84,6 +91,11 @@ def questions(path):
             if not m or m.group(1).strip() != summary:
                 out.append("%s:%d: an answer opens with <details><summary>%s</summary>" % (rel, n, summary))
             inside, opened, answer = True, n, (m.group(2) if m else "")
+            continue
+        if inside and s.startswith("<details>"):
+            out.append("%s:%d: the answer opened here is not closed before the next <details> "
+                       "(line %d)" % (rel, opened, n))
+            opened, answer = n, ""
             continue
         if inside and s.startswith("</details>"):
             has_block = any(opened < b < n for b in block_lines)
@@ -126,7 +138,7 @@ def check(chapters, book_dir):
                 n_en = questions(en)[1]
                 if n_en != n:
                     out.append("%s:1: %d self-check questions, its English twin %s has %d"
-                               % (os.path.relpath(c, ROOT), n, os.path.basename(en), n_en))
+                               % (shown(c), n, os.path.basename(en), n_en))
     return out
 
 
@@ -136,24 +148,39 @@ def pages(book_dir):
 
 
 def self_test():
-    """A copy of the book with one answer removed from one Chinese chapter must fail, naming it;
-    the untouched copy must pass."""
+    """On a copy of the book: the copy passes; one answer removed from a Chinese chapter of 3
+    questions fails (too few, and fewer than its twin); an English chapter without the section
+    fails; an answer left open fails."""
     tmp = tempfile.mkdtemp()
     try:
         book = os.path.join(tmp, "book")
         shutil.copytree(os.path.join(ROOT, "book"), book)
+        ok = True
+
+        def edit(name, pattern, repl, want):
+            nonlocal ok
+            page = os.path.join(book, name)
+            with open(page, encoding="utf-8") as f:
+                text = f.read()
+            cut = re.sub(pattern, repl, text, count=1, flags=re.S)
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(cut)
+            got = check(pages(book), book)
+            hit = cut != text and all(any(w in p for p in got) for w in want)
+            print("%s  %s: %s" % ("ok  " if hit else "FAIL", name, "; ".join(got) or "no problem reported"))
+            ok = ok and hit
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(text)
+
         before = check(pages(book), book)
-        page = os.path.join(book, "zh", "05-forward.md")
-        with open(page, encoding="utf-8") as f:
-            text = f.read()
-        cut = re.sub(r"\n\*\*1\.\*\*.*?</details>\n", "\n", text, count=1, flags=re.S)
-        with open(page, "w", encoding="utf-8") as f:
-            f.write(cut)
-        after = check(pages(book), book)
-        ok = not before and cut != text and any("zh/05-forward.md" in p for p in after)
-        print("\n".join(before + after))
-        print("self-test %s: the copy passes, then with one question removed from zh/05-forward.md "
-              "fails with %d problem(s)" % ("ok" if ok else "FAILED", len(after)))
+        print("%s  the copy: %s" % ("ok  " if not before else "FAIL", "; ".join(before) or "no problem"))
+        ok = not before
+        edit("zh/19-browser.md", r"\n\*\*1\.\*\*.*?</details>\n", "\n",
+             ["has 2 questions", "2 self-check questions, its English twin"])
+        edit("04-kernels.md", r"\n## Check yourself\n.*?(?=\n## )", "",
+             ["04-kernels.md:1: no \"## Check yourself\" section"])
+        edit("zh/03-loading.md", r"\n</details>\n", "\n", ["is not closed"])
+        print("self-test %s" % ("ok" if ok else "FAILED"))
         return 0 if ok else 1
     finally:
         shutil.rmtree(tmp)
