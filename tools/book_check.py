@@ -605,6 +605,9 @@ def main():
     for problem in twins:
         where, _, what = problem.partition(": ")
         rep.error(where, what)
+    import book_selfcheck       # each chapter's "Check yourself" questions
+    for problem in book_selfcheck.check(chapters, args.book_dir):
+        rep.error(*problem.split(": ", 1))
     if not args.chapter:          # the allow-list stays short: only names the book needs
         for name in sorted(ALLOWED_NAMES):
             parts = [p for p in re.split(r"::|\.|->", name)]

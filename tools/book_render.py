@@ -76,6 +76,7 @@ div.math-display{overflow-x:auto;overflow-y:hidden;max-width:100%;margin:1em 0}
 div.math-display p{margin:.3em 0} math{font-size:1.08em}
 blockquote{margin:1em 0;padding:.5em 1em;background:#f3f6f9;border-left:3px solid #5c7f9f}
 blockquote p{margin:.4em 0}
+details{margin:.3em 0 1.2em;padding:.1em .9em;border-left:3px solid #e4dcc0} summary{cursor:pointer;color:#8a5a00}
 header.top{position:sticky;top:0;z-index:10;background:#2b2b2b;color:#eee;font:15px/1.4 system-ui,sans-serif;
   display:flex;flex-wrap:wrap;align-items:center;gap:.4em 1em;padding:.45em 1em}
 header.top a{color:#f0d890;text-decoration:none} header.top a.book{font-weight:bold;color:#fff}
