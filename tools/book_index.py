@@ -153,8 +153,9 @@ def mentions(rows, heads_en):
     return found
 
 
-def glossary_sections(book_dir, rows, heads_en, files):
-    """{term: (file, heading number)}: the glossary's section that holds the term's entry."""
+def glossary_sections(book_dir, files):
+    """(the glossary page, {term: (file, heading number)}): the page that holds the table's
+    entries (between the GLOSSARY_BEGIN comments), and the section that holds each term's."""
     out = {}
     for name in files:
         with open(os.path.join(book_dir, name), encoding="utf-8") as f:
@@ -195,7 +196,7 @@ def page(lang, book_dir):
         return "[%s](%s#%s)" % (label.replace("[", "(").replace("]", ")"), name, anchor)
 
     found = mentions(rows, heads_en)
-    glossary, entries = glossary_sections(book_dir, rows, heads_en, files)
+    glossary, entries = glossary_sections(book_dir, files)
     out = ["# " + w["title"], "", NOTE, "", "## " + w["how"], "", w["intro"] % (glossary or ""), ""]
     letter = None
     for r in sorted(rows, key=lambda r: sort_key(r["term"])):
