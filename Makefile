@@ -250,7 +250,8 @@ web:
 	@bash tools/install_deps.sh web
 	@bash web/build.sh
 
-# The book: `make book` renders book/*.md and their Chinese twins book/zh/*.md
+# The book: `make book` writes the index of terms (tools/book_index.py), then
+# renders book/*.md and their Chinese twins book/zh/*.md
 # to HTML in build/book/ and build/book/zh/ (tools/book_render.py, pandoc);
 # `make book-check` runs its commands and compares its outputs (part of
 # `make test-all`, as tests/check_book_commands.sh; `make test` runs its
@@ -260,6 +261,7 @@ web:
 # code of a function an exercise asks for.
 .PHONY: book book-check
 book:
+	@/usr/bin/python3 tools/book_index.py
 	@/usr/bin/python3 tools/book_render.py $(BUILD)/book$(if $(STUDENT),-student --student)
 
 book-check: all models $(BUILD)/unit_tests

@@ -600,6 +600,7 @@ def main():
                                              else (c, other)))
     elif os.path.isdir(zh_dir):     # a folder of chapters with a Chinese edition (not a planted one)
         twins = book_twin.check_all(args.book_dir)
+        twins += __import__("book_index").problems(args.book_dir)   # the index of terms is current
     else:
         twins = []
     for problem in twins:
