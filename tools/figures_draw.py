@@ -26,7 +26,7 @@ MONO_ZH = "font-family='DejaVu Sans Mono, Noto Sans Mono CJK SC, Menlo, Consolas
 
 LANGS = ("en", "zh")
 LANG = "en"
-LABELS = os.path.join(ROOT, "tools", "figures_zh.tsv")
+LABELS = os.environ.get("FIGURES_ZH_TSV") or os.path.join(ROOT, "tools", "figures_zh.tsv")   # another: the self-test
 CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"
 CONVERSION = r"%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z%]"
 _labels = None
