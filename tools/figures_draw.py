@@ -29,7 +29,7 @@ LANG = "en"
 LABELS = os.environ.get("FIGURES_ZH_TSV") or os.path.join(ROOT, "tools", "figures_zh.tsv")   # another: the self-test
 CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"
 CONVERSION = r"%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z%]"
-_labels = None
+_labels = None     # (terms, rows): book/terms.tsv's, tools/figures_zh.tsv's
 used = set()
 
 
@@ -41,9 +41,9 @@ def set_lang(lang):
 
 
 def labels():
-    """English label -> Chinese: book/terms.tsv's terms (lower case; a term's name before its
-    parenthesis too), then tools/figures_zh.tsv's rows. Stops on a row that repeats a term,
-    changes the conversions or uses a rendering the terms table says to avoid."""
+    """(terms, rows): book/terms.tsv's terms, lower case (a term's name before its parenthesis
+    too), and tools/figures_zh.tsv's rows, each English -> Chinese. Stops on a row that repeats
+    a term, changes the conversions or uses a rendering the terms table says to avoid."""
     global _labels
     if _labels is not None:
         return _labels
@@ -60,7 +60,7 @@ def labels():
             if not line or line.startswith("#"):
                 continue
             cells = line.split("\t")
-            where = "tools/figures_zh.tsv:%d" % n
+            where = "%s:%d" % (os.path.relpath(LABELS, ROOT), n)
             if len(cells) != 2 or not cells[1].strip():
                 problems.append("%s: not two cells, English and Chinese" % where)
                 continue
@@ -78,9 +78,7 @@ def labels():
             rows[en] = zh
     if problems:
         sys.exit("figures.py:\n" + "\n".join(problems))
-    _labels = dict(terms)
-    _labels.update(rows)
-    _labels["__rows__"] = rows
+    _labels = (terms, rows)
     return _labels
 
 
@@ -88,8 +86,8 @@ def tr(s):
     """The label S in the figure's language (see above)."""
     if LANG == "en":
         return s
-    t = labels()
-    zh = t["__rows__"].get(s, t.get(s.lower()))
+    terms, rows = labels()
+    zh = rows.get(s, terms.get(s.lower()))
     if zh is None:
         sys.exit("figures.py: the label %r has no Chinese: add a row to tools/figures_zh.tsv" % s)
     used.add(s)
@@ -98,7 +96,7 @@ def tr(s):
 
 def unused_labels():
     """The rows of tools/figures_zh.tsv no figure asked for (after drawing them all in Chinese)."""
-    return sorted(set(labels()["__rows__"]) - used)
+    return sorted(set(labels()[1]) - used)
 
 
 def cols(s):
