@@ -268,10 +268,12 @@ book-check: all models $(BUILD)/unit_tests
 	@/usr/bin/python3 tools/book_check.py
 
 # The book's figures (book/img/fig-*.svg), drawn by tools/figures.py from the
-# engine's own numbers; tests/check_figures.sh checks the committed ones are current.
+# engine's own numbers, in English and in Chinese (book/img/zh/, the labels from
+# book/terms.tsv and tools/figures_zh.tsv); tests/check_figures.sh checks the
+# committed ones are current.
 .PHONY: figures
 figures: all
-	@/usr/bin/python3 tools/figures.py
+	@/usr/bin/python3 tools/figures.py --lang en,zh
 
 # The trace report in a real browser (headless Chromium): its script must run
 # without a JavaScript error; leaves a screenshot in build/report.png. Also

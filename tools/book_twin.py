@@ -14,7 +14,9 @@ same. Compared, in order:
   * fenced blocks: the same info string and the same lines, byte for byte (commands, outputs,
     quoted code with its comments, diagrams); a command changed in English and not in Chinese
     is reported here, as the block that differs;
-  * figures: the same image files, in the same order (captions and alt text are translated);
+  * figures: the same figures, in the same order (captions and alt text are translated); the
+    Chinese page shows book/img/zh/X, the figure drawn in Chinese, where there is one, and
+    book/img/X otherwise; a Chinese figure needs its English original book/img/X;
   * exercises: the same exercise pages linked.
 And in the Chinese prose (not in code): no rendering that book/terms.tsv lists under "avoid".
 
@@ -124,6 +126,21 @@ def skeleton(path):
     return heads, blocks, figures, exercises
 
 
+FIGURE_ZH = re.compile(r"(^|/)book/img/zh/")
+
+
+def english_figure(path):
+    """The English original of a figure drawn in Chinese (book/img/zh/X -> book/img/X); any
+    other path as it is."""
+    return FIGURE_ZH.sub(r"\1book/img/", path)
+
+
+def chinese_figure(path):
+    """Where the Chinese drawing of an English figure would be (book/img/X -> book/img/zh/X);
+    any other path as it is."""
+    return re.sub(r"(^|/)book/img/(?!zh/)", r"\1book/img/zh/", path)
+
+
 def show(path):
     rel = os.path.relpath(path, ROOT)
     return path if rel.startswith("..") else rel
@@ -173,6 +190,13 @@ def compare(en, zh):
             differ += 1
             if differ == 3:      # more are likely one block added or lost: three say enough
                 break
+    for n, f in f_zh:
+        original = english_figure(f)
+        if original != f and not os.path.isfile(os.path.join(ROOT, original)):
+            out.append("%s:%d: %s has no English original (%s)" % (Z, n, f, original))
+        elif chinese_figure(f) != f and os.path.isfile(os.path.join(ROOT, chinese_figure(f))):
+            out.append("%s:%d: shows %s, but it is drawn in Chinese too: %s" % (Z, n, f, chinese_figure(f)))
+    f_zh = [(n, english_figure(f)) for n, f in f_zh]
     if [f for _, f in f_en] != [f for _, f in f_zh]:
         missing = [f for _, f in f_en if f not in [g for _, g in f_zh]]
         extra = [f for _, f in f_zh if f not in [g for _, g in f_en]]

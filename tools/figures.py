@@ -1,8 +1,14 @@
 #!/usr/bin/python3
 """The book's figures (book/img/fig-*.svg), drawn from the engine's own numbers where there are any.
 
-    /usr/bin/python3 tools/figures.py [--out DIR] [NAME ...]     (make figures: all of them)
+    /usr/bin/python3 tools/figures.py [--out DIR] [--lang en,zh] [NAME ...]   (make figures: all of them)
     /usr/bin/python3 tools/figures.py --summary NAME              the numbers behind one figure, as text
+
+Every figure is drawn twice: in English into DIR (book/img/) and in Chinese into DIR/zh
+(book/img/zh/, for the Chinese edition). The Chinese labels come from book/terms.tsv where the
+label is one of its terms, else from tools/figures_zh.tsv (tools/figures_draw.py:tr); a label
+with no Chinese stops the drawing, and so does a row of tools/figures_zh.tsv no figure uses.
+report.png, a screenshot of the engine's English page, is drawn in English only.
 
   attention  causal attention of the default model (trained/kjv) on one verse: every head of
              every layer, and the most "previous token" head large. The weights come from
@@ -56,7 +62,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figures_draw import ROOT, MODEL, run, shown, Svg, heat, encode, pieces  # noqa: E402
+from figures_draw import ROOT, MODEL, LANGS, run, shown, Svg, heat, encode, pieces, set_lang, tr, unused_labels  # noqa: E402
 
 # ----------------------------------------------------------------------------- attention
 
@@ -116,8 +122,8 @@ def fig_attention(out, summary=False):
     sw = T * small
     W = grid_x + H * (sw + 14) + 10
     Hh = max(50 + T * cell + 90, 50 + L * (sw + 26)) + 50
-    svg = Svg(W, Hh, "Causal attention of the default model", "make figures (tools/figures.py attention)")
-    svg.text(8, 18, "layer %d, head %d: %.0f%% of its weight on the previous token"
+    svg = Svg(W, Hh, tr("Causal attention of the default model"), tr("make figures (tools/figures.py attention)"))
+    svg.text(8, 18, tr("layer %d, head %d: %.0f%% of its weight on the previous token")
              % (bl, bh, 100 * shares[bl][bh]), size=13, weight="bold")
     y0 = 34
     m = maps[bl][bh]
@@ -130,11 +136,11 @@ def fig_attention(out, summary=False):
                 svg.rect(lab + j * cell, y0 + t * cell, cell - 1, cell - 1, heat(m[t][j]))
     for j in range(T):
         svg.text(lab + j * cell + cell * 0.65, y0 + T * cell + 6, shown(toks[j]), size=11, anchor="end", mono=True, rotate=-60)
-    svg.text(8, Hh - 40, "row: the token that looks; column: the token it looks at; grey: the future, masked",
+    svg.text(8, Hh - 40, tr("row: the token that looks; column: the token it looks at; grey: the future, masked"),
              size=11, fill="#555")
-    svg.text(8, Hh - 25, "colour: attention weight, square-root scale (white 0, dark blue 1); every row sums to 1",
+    svg.text(8, Hh - 25, tr("colour: attention weight, square-root scale (white 0, dark blue 1); every row sums to 1"),
              size=11, fill="#555")
-    svg.text(grid_x, 18, "%s: all %d layers x %d heads" % (MODEL, L, H), size=13, weight="bold")
+    svg.text(grid_x, 18, tr("%s: all %d layers x %d heads") % (MODEL, L, H), size=13, weight="bold")
     for l in range(L):
         for h in range(H):
             x, y = grid_x + h * (sw + 14), y0 + 14 + l * (sw + 26)
@@ -194,10 +200,10 @@ def sampling_stages():
             break
     topp = softmax(logits[:keep])
     final = softmax(logits[:keep], temp)
-    return rows, [("the model: softmax of all %d logits" % len(rows), full, len(rows)),
-                  ("top-k 40: the 40 best, renormalized", topk, k),
-                  ("top-p 0.95: the fewest of those reaching 0.95 (%d)" % keep, topp, keep),
-                  ("temperature 0.8: what the draw uses", final, keep)]
+    return rows, [(tr("the model: softmax of all %d logits") % len(rows), full, len(rows)),
+                  (tr("top-k 40: the 40 best, renormalized"), topk, k),
+                  (tr("top-p 0.95: the fewest of those reaching 0.95 (%d)") % keep, topp, keep),
+                  (tr("temperature 0.8: what the draw uses"), final, keep)]
 
 
 def fig_sampling(out, summary=False):
@@ -210,9 +216,9 @@ def fig_sampling(out, summary=False):
     show = 48
     bw, ph, x0 = 11, 90, 60
     W, H = x0 + show * bw + 170, 40 + len(stages) * (ph + 34) + 70
-    svg = Svg(W, H, "The sampling chain on a real distribution",
-              "make figures (tools/figures.py sampling: ./run fwd %s --tokens ... --dump)" % MODEL)
-    svg.text(8, 18, "Next token after \u201c%s\u201d (%s), the %d most likely tokens" % (SAMPLE_PROMPT, MODEL, show),
+    svg = Svg(W, H, tr("The sampling chain on a real distribution"),
+              tr("make figures (tools/figures.py sampling: ./run fwd %s --tokens ... --dump)") % MODEL)
+    svg.text(8, 18, tr("Next token after \u201c%s\u201d (%s), the %d most likely tokens") % (SAMPLE_PROMPT, MODEL, show),
              size=13, weight="bold")
     vmax = max(max(pr[:show]) for _, pr, _ in stages)
     for s, (name, probs, n) in enumerate(stages):
@@ -228,9 +234,9 @@ def fig_sampling(out, summary=False):
             else:
                 svg.text(x0 + i * bw + bw / 2, base - 2, "\u00d7", size=9, anchor="middle", fill="#c33")
         mass = sum(probs[:min(n, show)])
-        svg.text(x0 + show * bw + 8, base - ph / 2, "%d alive" % n, size=11)
-        svg.text(x0 + show * bw + 8, base - ph / 2 + 15, "top: %.3f" % probs[0], size=11)
-        svg.text(x0 + show * bw + 8, base - ph / 2 + 30, "%.2f in view" % mass, size=11, fill="#666")
+        svg.text(x0 + show * bw + 8, base - ph / 2, tr("%d alive") % n, size=11)
+        svg.text(x0 + show * bw + 8, base - ph / 2 + 15, tr("top: %.3f") % probs[0], size=11)
+        svg.text(x0 + show * bw + 8, base - ph / 2 + 30, tr("%.2f in view") % mass, size=11, fill="#666")
         svg.text(x0 - 6, base - ph + 8, "%.2f" % vmax, size=9, anchor="end", fill="#666")
         svg.text(x0 - 6, base, "0", size=9, anchor="end", fill="#666")
     yb = 34 + len(stages) * (ph + 34)
@@ -281,8 +287,8 @@ def fig_bpe(out, summary=False):
     ch, rh, x0 = 17, 30, 40
     n = len(steps[0][0])
     W, H = max(720, x0 + n * ch * 2 + 260), 50 + len(steps) * rh + 40
-    svg = Svg(W, H, "BPE merging one word", "make figures (tools/figures.py bpe; checked against ./run encode %s --pieces)" % MODEL)
-    svg.text(8, 18, "\u201c%s\u201d with the merges of %s: the lowest-ranked adjacent pair merges first"
+    svg = Svg(W, H, tr("BPE merging one word"), tr("make figures (tools/figures.py bpe; checked against ./run encode %s --pieces)") % MODEL)
+    svg.text(8, 18, tr("\u201c%s\u201d with the merges of %s: the lowest-ranked adjacent pair merges first")
              % (BPE_WORD, MODEL), size=13, weight="bold")
     for s, (parts, m) in enumerate(steps):
         y = 34 + s * rh
@@ -293,8 +299,8 @@ def fig_bpe(out, summary=False):
             svg.rect(x, y, w, rh - 8, "#f3e3b0" if new else "#f6f6f2", stroke="#b9a96a" if new else "#ccc")
             svg.text(x + w / 2, y + rh - 14, p, size=13, anchor="middle", mono=True)
             x += w + 4
-        svg.text(x + 12, y + rh - 14, "start: one piece per byte" if m is None else "merge #%d" % m[0], size=11, fill="#555")
-    svg.text(x0, H - 26, "\u0120 is the byte of the space (byte-level BPE); highlighted: the piece the merge just made",
+        svg.text(x + 12, y + rh - 14, tr("start: one piece per byte") if m is None else tr("merge #%d") % m[0], size=11, fill="#555")
+    svg.text(x0, H - 26, tr("\u0120 is the byte of the space (byte-level BPE); highlighted: the piece the merge just made"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-bpe.svg"))
 
@@ -335,24 +341,24 @@ def fig_roofline(out, summary=False):
     lx0, lx1, ly0, ly1 = -1.0, 3.0, 0.0, 3.0   # log10 ranges: 0.1..1000 FLOP/byte, 1..1000 GFLOP/s
     X = lambda ai: x0 + (math.log10(ai) - lx0) / (lx1 - lx0) * pw
     Y = lambda g: y0 + ph - (math.log10(g) - ly0) / (ly1 - ly0) * ph
-    svg = Svg(W, H, "Roofline", "make figures (tools/figures.py roofline, from %s)" % BENCH)
-    svg.text(8, 18, "Roofline: %s" % machine, size=13, weight="bold")
+    svg = Svg(W, H, tr("Roofline"), tr("make figures (tools/figures.py roofline, from %s)") % BENCH)
+    svg.text(8, 18, tr("Roofline: %s") % machine, size=13, weight="bold")
     for e in range(int(lx0), int(lx1) + 1):
         svg.line(X(10 ** e), y0, X(10 ** e), y0 + ph, "#e4e4e4")
         svg.text(X(10 ** e), y0 + ph + 16, "%g" % 10 ** e, size=11, anchor="middle")
     for e in range(int(ly0), int(ly1) + 1):
         svg.line(x0, Y(10 ** e), x0 + pw, Y(10 ** e), "#e4e4e4")
         svg.text(x0 - 6, Y(10 ** e) + 4, "%g" % 10 ** e, size=11, anchor="end")
-    svg.text(x0 + pw / 2, y0 + ph + 36, "arithmetic intensity (FLOP per byte of weights read)", size=12, anchor="middle")
+    svg.text(x0 + pw / 2, y0 + ph + 36, tr("arithmetic intensity (FLOP per byte of weights read)"), size=12, anchor="middle")
     svg.text(22, y0 + ph / 2, "GFLOP/s", size=12, anchor="middle", rotate=-90)
     ridge = peak / bw
     a0 = 10 ** lx0
     svg.line(X(a0), Y(bw * a0), X(ridge), Y(peak), "#c33", 2)
     svg.line(X(ridge), Y(peak), X(10 ** lx1), Y(peak), "#c33", 2)
-    svg.text(X(0.3), Y(bw * 0.3) - 10, "memory: %.1f GB/s" % bw, size=11, fill="#c33", rotate=-31)
-    svg.text(X(10 ** lx1) - 4, Y(peak) - 6, "FMA peak %.0f GFLOP/s" % peak, size=11, anchor="end", fill="#c33")
+    svg.text(X(0.3), Y(bw * 0.3) - 10, tr("memory: %.1f GB/s") % bw, size=11, fill="#c33", rotate=-31)
+    svg.text(X(10 ** lx1) - 4, Y(peak) - 6, tr("FMA peak %.0f GFLOP/s") % peak, size=11, anchor="end", fill="#c33")
     svg.line(X(ridge), Y(peak), X(ridge), y0 + ph, "#c33", 1, " stroke-dasharray='3,3'")
-    svg.text(X(ridge) + 4, y0 + ph - 6, "ridge %.1f" % ridge, size=10, fill="#c33")
+    svg.text(X(ridge) + 4, y0 + ph - 6, tr("ridge %.1f") % ridge, size=10, fill="#c33")
     colours = {"BF16": "#1f5fa0", "Q8_0": "#2f8a3a", "F16": "#a0641f", "F32": "#7a3fa0"}
     for name, ai, perf in pts:
         typ = name.split()[0]
@@ -367,9 +373,9 @@ def fig_roofline(out, summary=False):
         svg.text(x0 + pw + 32, ly + 9, typ, size=11)
         ly += 18
     svg.add("<circle cx='%.1f' cy='%.1f' r='5' fill='#555'/>" % (x0 + pw + 21, ly + 12))
-    svg.text(x0 + pw + 32, ly + 16, "decode", size=11)
+    svg.text(x0 + pw + 32, ly + 16, tr("decode"), size=11)
     svg.rect(x0 + pw + 16, ly + 26, 10, 10, "#555")
-    svg.text(x0 + pw + 32, ly + 35, "prefill, 128 tokens", size=11)
+    svg.text(x0 + pw + 32, ly + 35, tr("prefill, 128 tokens"), size=11)
     svg.save(os.path.join(out, "fig-roofline.svg"))
 
 
@@ -385,8 +391,8 @@ def fig_rope(out, summary=False):
         return
     r, gap = 80, 60
     W, H = len(pairs) * (2 * r + gap) + 40, 2 * r + 120
-    svg = Svg(W, H, "RoPE rotates pairs", "make figures (tools/figures.py rope)")
-    svg.text(8, 18, "RoPE: pair i of a 64-wide head turns by pos \u00b7 \u03b8^(\u22122i/64), \u03b8 = 10\u2076; positions 0 to 8",
+    svg = Svg(W, H, tr("RoPE rotates pairs"), tr("make figures (tools/figures.py rope)"))
+    svg.text(8, 18, tr("RoPE: pair i of a 64-wide head turns by pos \u00b7 \u03b8^(\u22122i/64), \u03b8 = 10\u2076; positions 0 to 8"),
              size=13, weight="bold")
     for k, (i, f) in enumerate(zip(pairs, freqs)):
         cx, cy = 30 + r + k * (2 * r + gap), 40 + r + 10
@@ -409,10 +415,10 @@ def fig_rope(out, summary=False):
             svg.text(cx + (r + 10) * math.cos(a), cy - (r + 10) * math.sin(a) + 4, str(pos), size=10, anchor="middle")
         hidden = [p for p in range(9) if p not in labels]
         if hidden:
-            svg.text(cx + r + 14, cy + 16, "(%d to %d between)" % (hidden[0], hidden[-1]) if len(hidden) > 2 else
-                     "(%s between)" % " and ".join(map(str, hidden)), size=9, anchor="middle", fill="#777")
-        svg.text(cx, cy + r + 28, "pair %d: numbers %d and %d" % (i, i, i + d // 2), size=12, anchor="middle")
-        svg.text(cx, cy + r + 44, "%.3f rad per position" % f, size=11, anchor="middle", fill="#555")
+            svg.text(cx + r + 14, cy + 16, tr("(%d to %d between)") % (hidden[0], hidden[-1]) if len(hidden) > 2 else
+                     tr("(%s between)") % tr(" and ").join(map(str, hidden)), size=9, anchor="middle", fill="#777")
+        svg.text(cx, cy + r + 28, tr("pair %d: numbers %d and %d") % (i, i, i + d // 2), size=12, anchor="middle")
+        svg.text(cx, cy + r + 44, tr("%.3f rad per position") % f, size=11, anchor="middle", fill="#555")
     svg.save(os.path.join(out, "fig-rope.svg"))
 
 
@@ -439,8 +445,8 @@ def fig_gqa(out, summary=False):
         return
     bw, x0 = 44, 40
     W, H_ = x0 + H * (bw + 6) + 40, 230
-    svg = Svg(W, H_, "Grouped-query attention", "make figures (tools/figures.py gqa)")
-    svg.text(8, 18, "Grouped-query attention in Qwen2.5-0.5B: %d query heads share %d key/value heads (kvh = h / %d)"
+    svg = Svg(W, H_, tr("Grouped-query attention"), tr("make figures (tools/figures.py gqa)"))
+    svg.text(8, 18, tr("Grouped-query attention in Qwen2.5-0.5B: %d query heads share %d key/value heads (kvh = h / %d)")
              % (H, KV, group), size=13, weight="bold")
     cols = ["#5c7f9f", "#9f7a5c", "#5c9f6a", "#8a5c9f"]
     for h in range(H):
@@ -453,8 +459,8 @@ def fig_gqa(out, summary=False):
         x = x0 + k * group * (bw + 6)
         w = group * (bw + 6) - 6
         svg.rect(x, 140, w, 40, "#f8f1ea", stroke=cols[k % 4])
-        svg.text(x + w / 2, 165, "K, V head %d (%d numbers each)" % (k, hd), size=12, anchor="middle")
-    svg.text(x0, 205, "the KV cache stores %d heads instead of %d: %dx less memory per token" % (KV, H, H // KV),
+        svg.text(x + w / 2, 165, tr("K, V head %d (%d numbers each)") % (k, hd), size=12, anchor="middle")
+    svg.text(x0, 205, tr("the KV cache stores %d heads instead of %d: %dx less memory per token") % (KV, H, H // KV),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-gqa.svg"))
 
@@ -472,13 +478,13 @@ def fig_kvcache(out, summary=False):
     cw, rh, x0 = 26, 22, 150
     W = max(800, x0 + (prompt + steps) * cw + 160)
     H = 40 + (steps + 1) * (rh + 18) + 50
-    svg = Svg(W, H, "The KV cache growing", "make figures (tools/figures.py kvcache)")
-    svg.text(8, 18, "The KV cache over a generation (Qwen2.5-0.5B, f32): one column per position, %s KiB each"
+    svg = Svg(W, H, tr("The KV cache growing"), tr("make figures (tools/figures.py kvcache)"))
+    svg.text(8, 18, tr("The KV cache over a generation (Qwen2.5-0.5B, f32): one column per position, %s KiB each")
              % ("%g" % (per_tok / 1024)), size=13, weight="bold")
     for s in range(steps + 1):
         y = 36 + s * (rh + 18)
         n = prompt + s
-        svg.text(x0 - 8, y + rh - 6, "prefill (5 tokens)" if s == 0 else "decode step %d" % s, size=12, anchor="end")
+        svg.text(x0 - 8, y + rh - 6, tr("prefill (5 tokens)") if s == 0 else tr("decode step %d") % s, size=12, anchor="end")
         for p in range(prompt + steps):
             if p < n:
                 fill = "#5c7f9f" if p < prompt else "#9fbfdf"
@@ -487,8 +493,8 @@ def fig_kvcache(out, summary=False):
                 svg.rect(x0 + p * cw, y, cw - 3, rh, fill)
             else:
                 svg.rect(x0 + p * cw, y, cw - 3, rh, "none", stroke="#ddd")
-        svg.text(x0 + (prompt + steps) * cw + 10, y + rh - 6, "%d positions, %g KiB" % (n, n * per_tok / 1024), size=11)
-    svg.text(x0, H - 26, "dark: the prompt, written at once; orange: the one row each decode step appends and reads back with the rest",
+        svg.text(x0 + (prompt + steps) * cw + 10, y + rh - 6, tr("%d positions, %g KiB") % (n, n * per_tok / 1024), size=11)
+    svg.text(x0, H - 26, tr("dark: the prompt, written at once; orange: the one row each decode step appends and reads back with the rest"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-kvcache.svg"))
 
@@ -530,19 +536,19 @@ def fig_batch(out, summary=False):
     L, top, lane = 70, 46, 24
     W = L + n * cw + 30
     H = top + slots * lane + 62
-    svg = Svg(W, H, "The batch, step by step", "make figures (tools/figures.py batch, from %s)" % os.path.relpath(BATCH_TRACE, ROOT))
-    svg.text(8, 18, "One column per scheduler step, one row per slot: %d requests in %d steps" % (
+    svg = Svg(W, H, tr("The batch, step by step"), tr("make figures (tools/figures.py batch, from %s)") % os.path.relpath(BATCH_TRACE, ROOT))
+    svg.text(8, 18, tr("One column per scheduler step, one row per slot: %d requests in %d steps") % (
         len({c["request"] for c in cells}), n), size=13, weight="bold")
     x = L
     for name, col in PHASE.items():
         svg.rect(x, 27, 12, 10, col)
-        svg.text(x + 16, 36, "prefill (a prompt chunk)" if name == "prefill" else "decode (one token)", size=11)
+        svg.text(x + 16, 36, tr("prefill (a prompt chunk)") if name == "prefill" else tr("decode (one token)"), size=11)
         x += 190
     svg.rect(x, 27, 12, 10, "#f3f1ec")
-    svg.text(x + 16, 36, "free slot", size=11)
+    svg.text(x + 16, 36, tr("free slot"), size=11)
     for i in range(slots):
         y = top + i * lane
-        svg.text(L - 8, y + lane / 2 + 4, "slot %d" % i, size=11, anchor="end")
+        svg.text(L - 8, y + lane / 2 + 4, tr("slot %d") % i, size=11, anchor="end")
         svg.rect(L, y + 1, n * cw, lane - 4, "#f3f1ec")
     run = {}  # slot -> (request, first step) of the run of cells being drawn
     def label(slot, end):
@@ -570,8 +576,8 @@ def fig_batch(out, summary=False):
     step = 10 if n <= 150 else 20 if n <= 300 else 50
     for k in range(step, n + 1, step):
         svg.text(L + (k - 0.5) * cw, ya, str(k), size=10, anchor="middle", fill="#555")
-    svg.text(L - 8, ya, "step", size=10, anchor="end", fill="#555")
-    svg.text(L, ya + 20, "sequences per step: at most %d, %.2f on average; #N is the request (its answer's id is chatcmpl-N)"
+    svg.text(L - 8, ya, tr("step"), size=10, anchor="end", fill="#555")
+    svg.text(L, ya + 20, tr("sequences per step: at most %d, %.2f on average; #N is the request (its answer's id is chatcmpl-N)")
              % (max(per_step), sum(per_step) / n), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-batch.svg"))
 
@@ -629,9 +635,9 @@ def fig_lens(out, summary=False):
     toks = [c["text"] for c in cols]
     last = cols[-1]
     a = last["attribution"]
-    terms = [("embedding", a["embed"])]
+    terms = [(tr("embedding"), a["embed"])]
     for l, lay in enumerate(a["layers"]):
-        terms += [("layer %d attention" % l, lay["attn"]), ("layer %d MLP" % l, lay["mlp"])]
+        terms += [(tr("layer %d attention") % l, lay["attn"]), (tr("layer %d MLP") % l, lay["mlp"])]
     if summary:
         print("prompt: %s (%s, --raw)" % (LENS_PROMPT, MODEL))
         for d in range(D):
@@ -642,15 +648,17 @@ def fig_lens(out, summary=False):
     bar_x, bar_w = lab + T * cw + 170, 160
     W = bar_x + 2 * bar_w + 70
     Hh = max(y0_bars(D, ch) + 70, 66 + len(terms) * 20 + 40)
-    svg = Svg(W, Hh, "The logit lens and direct logit attribution of the default model",
-              "make figures (tools/figures.py lens: ./run lens %s ... --pos all --json)" % MODEL)
-    svg.text(8, 18, "What each depth would predict after \u201c%s\u201d (%s)" % (LENS_PROMPT, MODEL), size=13, weight="bold")
+    svg = Svg(W, Hh, tr("The logit lens and direct logit attribution of the default model"),
+              tr("make figures (tools/figures.py lens: ./run lens %s ... --pos all --json)") % MODEL)
+    svg.text(8, 18, tr("What each depth would predict after \u201c%s\u201d (%s)") % (LENS_PROMPT, MODEL), size=13, weight="bold")
     y0 = 40
     for t in range(T):
         svg.text(lab + t * cw + cw / 2, y0 + 8, shown(toks[t]), size=11, anchor="middle", mono=True, fill="#555")
     for d in range(D):
         y = y0 + 16 + d * ch
-        svg.text(lab - 6, y + ch * 0.65, cols[0]["lens"][d]["name"], size=11, anchor="end")
+        depth = cols[0]["lens"][d]["name"]          # "embed" or "layer N"
+        m = re.match(r"^layer (\d+)$", depth)
+        svg.text(lab - 6, y + ch * 0.65, tr("layer %d") % int(m.group(1)) if m else tr(depth), size=11, anchor="end")
         for t, c in enumerate(cols):
             top = c["lens"][d]["top"][0]
             hit = t + 1 < T and top["id"] == j["prompt_ids"][t + 1] or t + 1 == T and top["id"] == c["target"]["id"]
@@ -659,11 +667,11 @@ def fig_lens(out, summary=False):
             svg.text(lab + t * cw + cw / 2, y + ch * 0.65, shown(top["text"])[:9], size=10, anchor="middle", mono=True,
                      fill="#fff" if top["prob"] > 0.45 else "#222")
     yb = y0 + 16 + D * ch + 18
-    svg.text(8, yb, "cell: the top token of the residual stream read through the final norm and the LM head; colour: its "
-             "probability (square-root scale)", size=11, fill="#555")
-    svg.text(8, yb + 15, "red frame: the token that comes next in the verse (the last column: the model's own top, %s)"
+    svg.text(8, yb, tr("cell: the top token of the residual stream read through the final norm and the LM head; colour: its "
+             "probability (square-root scale)"), size=11, fill="#555")
+    svg.text(8, yb + 15, tr("red frame: the token that comes next in the verse (the last column: the model's own top, %s)")
              % shown(last["target"]["text"]), size=11, fill="#555")
-    svg.text(bar_x - 150, 40, "the logit of %s, %.3f, term by term" % (shown(last["target"]["text"]), last["target"]["logit"]),
+    svg.text(bar_x - 150, 40, tr("the logit of %s, %.3f, term by term") % (shown(last["target"]["text"]), last["target"]["logit"]),
              size=12, weight="bold")
     scale = max(abs(v) for _, v in terms) or 1
     for i, (name, v) in enumerate(terms):
@@ -684,6 +692,8 @@ def main():
     ap = argparse.ArgumentParser(description="Draw the book's figures (book/img/fig-*.svg).")
     ap.add_argument("names", nargs="*", help="figures to draw (default: all): " + ", ".join(FIGURES))
     ap.add_argument("--out", default=os.path.join(ROOT, "book", "img"), help="folder for the SVG files")
+    ap.add_argument("--lang", default=",".join(LANGS), help="the languages to draw, comma-separated (default: "
+                    "%s): en into --out, the others into a folder of their name in it" % ",".join(LANGS))
     ap.add_argument("--summary", action="store_true", help="print the numbers behind the figures instead")
     ap.add_argument("--check-report", metavar="PNG", help="exit 1 when PNG (book/img/report.png) no longer shows what "
                     "the report shows now: its command, model, shape, sampler, prompt and output")
@@ -698,11 +708,21 @@ def main():
         sys.exit("figures.py: ./run is not built (make)")
     if args.check_report:
         return fr.check_report(args.check_report)
-    os.makedirs(args.out, exist_ok=True)
-    for n in args.names or list(FIGURES):
-        done = FIGURES[n](args.out, summary=args.summary)
-        if not args.summary:
-            print("%s %s" % ("kept (current)" if done == "kept" else "drew", os.path.relpath(os.path.join(args.out, file_of(n)), ROOT)))
+    langs = ["en"] if args.summary else args.lang.split(",")
+    for lang in langs:
+        set_lang(lang)
+        out = args.out if lang == "en" else os.path.join(args.out, lang)
+        os.makedirs(out, exist_ok=True)
+        for n in args.names or list(FIGURES):
+            if lang != "en" and n == "report":
+                continue
+            done = FIGURES[n](out, summary=args.summary)
+            if not args.summary:
+                print("%s %s" % ("kept (current)" if done == "kept" else "drew", os.path.relpath(os.path.join(out, file_of(n)), ROOT)))
+    set_lang("en")
+    if "zh" in langs and not args.names and unused_labels():
+        sys.exit("figures.py: tools/figures_zh.tsv has rows no figure draws (remove them): %s"
+                 % "; ".join(repr(s) for s in unused_labels()))
     return 0
 
 
@@ -766,8 +786,8 @@ def fig_brief_tokens(out, summary=False):
         return
     cw = 8.4
     W, H = 800, 316
-    svg = Svg(W, H, "Text becomes token ids", "make figures (tools/figures.py brief-tokens: ./run encode %s --pieces)" % MODEL)
-    svg.text(8, 18, "The tokenizer of %s cuts text into pieces and gives each piece its id" % MODEL, size=13, weight="bold")
+    svg = Svg(W, H, tr("Text becomes token ids"), tr("make figures (tools/figures.py brief-tokens: ./run encode %s --pieces)") % MODEL)
+    svg.text(8, 18, tr("The tokenizer of %s cuts text into pieces and gives each piece its id") % MODEL, size=13, weight="bold")
     svg.text(20, 48, "\u201c%s\u201d" % BRIEF_VERSE, size=14, mono=True)
 
     def row(y, ts):
@@ -780,13 +800,13 @@ def fig_brief_tokens(out, summary=False):
             x += w + 5
         return x
     row(64, toks)
-    svg.text(20, 134, "pieces (\u00b7 is the space, which belongs to the word after it)", size=11, fill="#555")
-    svg.text(470, 134, "ids: what the network receives", size=11, fill="#a0641f")
+    svg.text(20, 134, tr("pieces (\u00b7 is the space, which belongs to the word after it)"), size=11, fill="#555")
+    svg.text(470, 134, tr("ids: what the network receives"), size=11, fill="#a0641f")
     x = row(156, known)
-    svg.text(x + 8, 173, "a name the Bible uses often: one token", size=11, fill="#555")
+    svg.text(x + 8, 173, tr("a name the Bible uses often: one token"), size=11, fill="#555")
     x = row(218, unknown)
-    svg.text(x + 8, 235, "a word it never uses: %d small pieces" % len(unknown), size=11, fill="#555")
-    svg.text(8, H - 24, "%d ids in all: 256 single bytes, %d merged pieces, %d special tokens; any text can be written with them"
+    svg.text(x + 8, 235, tr("a word it never uses: %d small pieces") % len(unknown), size=11, fill="#555")
+    svg.text(8, H - 24, tr("%d ids in all: 256 single bytes, %d merged pieces, %d special tokens; any text can be written with them")
              % (256 + n_merges + n_special, n_merges, n_special), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-brief-tokens.svg"))
 
@@ -813,11 +833,11 @@ def fig_brief_embedding(out, summary=False):
     mx = lab + dim * cell + 50
     cc = 30
     W, H = mx + n * cc + 20, 70 + n * rh + 80
-    svg = Svg(W, H, "Embedding rows", "make figures (tools/figures.py brief-embedding: %s/model.safetensors)" % MODEL)
-    svg.text(8, 18, "Each id picks one row of the embedding table (%d \u00d7 %d in %s)" % (emb.shape[0], dim, MODEL),
+    svg = Svg(W, H, tr("Embedding rows"), tr("make figures (tools/figures.py brief-embedding: %s/model.safetensors)") % MODEL)
+    svg.text(8, 18, tr("Each id picks one row of the embedding table (%d \u00d7 %d in %s)") % (emb.shape[0], dim, MODEL),
              size=13, weight="bold")
-    svg.text(lab, 44, "the row: %d numbers (blue below 0, red above)" % dim, size=11, fill="#555")
-    svg.text(mx, 44, "how alike two rows point (cosine)", size=11, fill="#555")
+    svg.text(lab, 44, tr("the row: %d numbers (blue below 0, red above)") % dim, size=11, fill="#555")
+    svg.text(mx, 44, tr("how alike two rows point (cosine)"), size=11, fill="#555")
     y0 = 54
     for k, (w, i, r) in enumerate(zip(BRIEF_WORDS, ids, rows)):
         y = y0 + k * rh
@@ -831,7 +851,7 @@ def fig_brief_embedding(out, summary=False):
                      fill="white" if c > 0.55 else "#222")
     for j, w in enumerate(BRIEF_WORDS):
         svg.text(mx + j * cc + cc / 2, y0 + n * rh + 6, shown(w), size=10, anchor="end", mono=True, rotate=-60)
-    svg.text(8, H - 24, "training made the rows of words used alike point alike: gold and silver %.2f, seven and six %.2f, day and night %.2f"
+    svg.text(8, H - 24, tr("training made the rows of words used alike point alike: gold and silver %.2f, seven and six %.2f, day and night %.2f")
              % (cos[0][1], cos[2][3], cos[6][7]), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-brief-embedding.svg"))
 
@@ -859,8 +879,8 @@ def fig_brief_loss(out, summary=False):
     x0, y0, pw, ph = 50, 50, 470, 200
     top = 11.0
     Y = lambda v: y0 + ph - v / top * ph
-    svg = Svg(W, H, "The loss", "make figures (tools/figures.py brief-loss: ./run fwd %s --dump, %s/train_log.csv)" % (MODEL, MODEL))
-    svg.text(8, 18, "The loss: how surprised the model is by each real next token, \u2212ln p (nats)", size=13, weight="bold")
+    svg = Svg(W, H, tr("The loss"), tr("make figures (tools/figures.py brief-loss: ./run fwd %s --dump, %s/train_log.csv)") % (MODEL, MODEL))
+    svg.text(8, 18, tr("The loss: how surprised the model is by each real next token, \u2212ln p (nats)"), size=13, weight="bold")
     for v in range(0, 11, 2):
         svg.line(x0, Y(v), x0 + pw, Y(v), "#eee")
         svg.text(x0 - 6, Y(v) + 4, str(v), size=10, anchor="end", fill="#666")
@@ -874,14 +894,14 @@ def fig_brief_loss(out, summary=False):
     svg.line(x0, Y(guess), x0 + pw, Y(guess), "#c33", 1.2, " stroke-dasharray='5,3'")
     svg.line(x0, Y(mean), x0 + pw, Y(mean), "#2f8a3a", 1.2, " stroke-dasharray='2,2'")
     svg.line(x0, 36, x0 + 24, 36, "#c33", 1.2, " stroke-dasharray='5,3'")
-    svg.text(x0 + 30, 40, "guessing among %d: ln %d = %.2f" % (round(math.exp(guess)), round(math.exp(guess)), guess), size=10, fill="#c33")
+    svg.text(x0 + 30, 40, tr("guessing among %d: ln %d = %.2f") % (round(math.exp(guess)), round(math.exp(guess)), guess), size=10, fill="#c33")
     svg.line(x0 + 230, 36, x0 + 254, 36, "#2f8a3a", 1.2, " stroke-dasharray='2,2'")
-    svg.text(x0 + 260, 40, "this verse's loss, the mean: %.2f" % mean, size=10, fill="#2f8a3a")
+    svg.text(x0 + 260, 40, tr("this verse's loss, the mean: %.2f") % mean, size=10, fill="#2f8a3a")
     # Right: what training did to the mean over held-out verses.
     cx0, cw = 600, 230
     tmax = log[-1][0]
     CX = lambda t: cx0 + t / tmax * cw
-    svg.text(cx0, 40, "training lowered the mean loss", size=10, fill="#555")
+    svg.text(cx0, 40, tr("training lowered the mean loss"), size=10, fill="#555")
     for v in range(0, 11, 2):
         svg.line(cx0, Y(v), cx0 + cw, Y(v), "#eee")
         svg.text(cx0 - 6, Y(v) + 4, str(v), size=10, anchor="end", fill="#666")
@@ -890,15 +910,15 @@ def fig_brief_loss(out, summary=False):
         pts = [(r[0], r[k]) for r in log]
         svg.add("<polyline fill='none' stroke='%s' stroke-width='1.6' points='%s'/>"
                 % (col, " ".join("%.1f,%.1f" % (CX(t), Y(v)) for t, v in pts)))
-    svg.text(CX(tmax), Y(log[-1][2]) - 6, "held-out %.2f" % log[-1][2], size=10, anchor="end", fill="#1f5fa0")
-    svg.text(CX(tmax), Y(log[-1][1]) + 14, "training %.2f" % log[-1][1], size=10, anchor="end", fill="#a0641f")
-    svg.text(cx0 + cw / 2, Y(0) + 18, "tokens of training text seen: 0 to %.1f million" % (tmax / 1e6), size=10,
+    svg.text(CX(tmax), Y(log[-1][2]) - 6, tr("held-out %.2f") % log[-1][2], size=10, anchor="end", fill="#1f5fa0")
+    svg.text(CX(tmax), Y(log[-1][1]) + 14, tr("training %.2f") % log[-1][1], size=10, anchor="end", fill="#a0641f")
+    svg.text(cx0 + cw / 2, Y(0) + 18, tr("tokens of training text seen: 0 to %.1f million") % (tmax / 1e6), size=10,
              anchor="middle", fill="#555")
-    svg.text(cx0 + cw / 2, Y(0) + 32, "(%s/train_log.csv, first row after %d tokens)" % (MODEL, log[0][0]), size=10,
+    svg.text(cx0 + cw / 2, Y(0) + 32, tr("(%s/train_log.csv, first row after %d tokens)") % (MODEL, log[0][0]), size=10,
              anchor="middle", fill="#555")
-    svg.text(8, H - 40, "each bar: the token to predict after the ones before it; above it p, the probability the model gave it",
+    svg.text(8, H - 40, tr("each bar: the token to predict after the ones before it; above it p, the probability the model gave it"),
              size=11, fill="#555")
-    svg.text(8, H - 24, "an untrained model scores every token ln %d; training nudges every weight so that the real next token gets likelier"
+    svg.text(8, H - 24, tr("an untrained model scores every token ln %d; training nudges every weight so that the real next token gets likelier")
              % round(math.exp(guess)), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-brief-loss.svg"))
 
@@ -917,13 +937,13 @@ def fig_brief_heads(out, summary=False):
         return
     lab, cw, rh = 90, 72, 62
     W, H_ = max(830, lab + (t + 1) * cw + 40), 60 + H * rh + 110
-    svg = Svg(W, H_, "Several heads", "make figures (tools/figures.py brief-heads; the float64 reference, tools/qwen2_torch.py)")
-    svg.text(8, 18, "Layer %d of %s: four heads look from the same token, \u201c%s\u201d, at different earlier tokens"
+    svg = Svg(W, H_, tr("Several heads"), tr("make figures (tools/figures.py brief-heads; the float64 reference, tools/qwen2_torch.py)"))
+    svg.text(8, 18, tr("Layer %d of %s: four heads look from the same token, \u201c%s\u201d, at different earlier tokens")
              % (layer, MODEL, shown(toks[t])), size=13, weight="bold")
     cols = ["#5c7f9f", "#9f7a5c", "#5c9f6a", "#8a5c9f"]
     for h, r in enumerate(rows):
         y = 44 + h * rh
-        svg.text(lab - 10, y + rh / 2, "head %d" % h, size=12, anchor="end")
+        svg.text(lab - 10, y + rh / 2, tr("head %d") % h, size=12, anchor="end")
         svg.line(lab, y + rh - 10, lab + (t + 1) * cw, y + rh - 10, "#bbb")
         for j in range(t + 1):
             bh = (rh - 18) * r[j]
@@ -934,12 +954,12 @@ def fig_brief_heads(out, summary=False):
         svg.text(lab + j * cw + cw / 2, 44 + H * rh + 6, shown(toks[j]), size=11, anchor="middle", mono=True,
                  weight="bold" if j == t else "normal")
     yb = 44 + H * rh + 30
-    svg.text(8, yb, "most weight: " + "; ".join("head %d on %s" % (h, shown(toks[b])) for h, b in enumerate(best)), size=11, fill="#333")
+    svg.text(8, yb, tr("most weight: ") + tr("; ").join(tr("head %d on %s") % (h, shown(toks[b])) for h, b in enumerate(best)), size=11, fill="#333")
     with open(os.path.join(ROOT, MODEL, "config.json")) as c:
         cfg = json.load(c)
-    svg.text(8, yb + 18, "each head has its own query, key and value projections (%d numbers of the %d); their outputs are put"
+    svg.text(8, yb + 18, tr("each head has its own query, key and value projections (%d numbers of the %d); their outputs are put")
              % (cfg["hidden_size"] // cfg["num_attention_heads"], cfg["hidden_size"]), size=11, fill="#555")
-    svg.text(8, yb + 34, "side by side again and mixed by one more matrix (o_proj): one layer gathers several kinds of context at once",
+    svg.text(8, yb + 34, tr("side by side again and mixed by one more matrix (o_proj): one layer gathers several kinds of context at once"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-brief-heads.svg"))
 
@@ -958,10 +978,10 @@ def brief_stream(ids, target):
         def hook(mod, inp, outp):
             adds.append((name, outp[0, -1].detach().clone()))
         return hook
-    model.model.embed_tokens.register_forward_hook(keep("the embedding"))
+    model.model.embed_tokens.register_forward_hook(keep(tr("the embedding")))
     for i, layer in enumerate(model.model.layers):
-        layer.self_attn.register_forward_hook(keep("+ layer %d attention" % i))
-        layer.mlp.register_forward_hook(keep("+ layer %d MLP" % i))
+        layer.self_attn.register_forward_hook(keep(tr("+ layer %d attention") % i))
+        layer.mlp.register_forward_hook(keep(tr("+ layer %d MLP") % i))
     with torch.no_grad():
         model(torch.tensor([ids]))
         emb = model.model.embed_tokens.weight
@@ -998,28 +1018,28 @@ def fig_brief_residual(out, summary=False):
     px, pw = bx + bw + 290, 150
     W, H = px + pw + 70, 70 + len(stages) * rh + 86
     amax = max(s[1] for s in stages)
-    svg = Svg(W, H, "The residual stream", "make figures (tools/figures.py brief-residual; the float64 reference, its end checked against ./run fwd)")
-    svg.text(8, 18, "The residual stream of \u201c%s\u201d in \u201c\u2026%s\u201d: every block adds to it"
+    svg = Svg(W, H, tr("The residual stream"), tr("make figures (tools/figures.py brief-residual; the float64 reference, its end checked against ./run fwd)"))
+    svg.text(8, 18, tr("The residual stream of \u201c%s\u201d in \u201c\u2026%s\u201d: every block adds to it")
              % (shown(toks[k - 1][2]), "".join(t[2] for t in toks[k - 4:k])), size=13, weight="bold")
-    svg.text(bx, 44, "what the block adds (rms)", size=11, fill="#555")
-    svg.text(bx + bw + 50, 44, "read out now: the likeliest next token", size=11, fill="#555")
+    svg.text(bx, 44, tr("what the block adds (rms)"), size=11, fill="#555")
+    svg.text(bx + bw + 50, 44, tr("read out now: the likeliest next token"), size=11, fill="#555")
     svg.text(px, 44, "p(%s)" % shown(toks[k][2]), size=11, fill="#555")
     svg.line(lab + 8, 54, lab + 8, 54 + len(stages) * rh, "#5c7f9f", 3)
     for n, (name, a, x, top, ptop, pt) in enumerate(stages):
         y = 54 + n * rh
         svg.text(lab - 4, y + 17, name, size=12, anchor="end")
-        svg.rect(bx, y + 5, bw * a / amax, rh - 10, "#9fbfdf" if "MLP" in name else "#5c7f9f" if "attention" in name else "#bbb")
+        svg.rect(bx, y + 5, bw * a / amax, rh - 10, "#bbb" if n == 0 else "#5c7f9f" if n % 2 else "#9fbfdf")   # the embedding, then attention and MLP
         svg.text(bx + bw * a / amax + 4, y + 16, "%.2f" % a, size=10, fill="#555")
         svg.text(bx + bw + 50, y + 17, "%s  %.2f" % (shown(names[top]), ptop), size=12, mono=True)
         svg.rect(px, y + 5, pw, rh - 10, "#f3f1ec")
         svg.rect(px, y + 5, pw * pt, rh - 10, "#e0a040")
         svg.text(px + pw + 6, y + 16, "%.2f" % pt, size=10, fill="#555")
     yb = 54 + len(stages) * rh + 20
-    svg.text(8, yb, "read out now: the final RMSNorm and the output layer applied to the stream as it is after that block",
+    svg.text(8, yb, tr("read out now: the final RMSNorm and the output layer applied to the stream as it is after that block"),
              size=11, fill="#555")
-    svg.text(8, yb + 16, "(the embedding alone reads as itself: the output layer is the same matrix, tied); the last row is the",
+    svg.text(8, yb + 16, tr("(the embedding alone reads as itself: the output layer is the same matrix, tied); the last row is the"),
              size=11, fill="#555")
-    svg.text(8, yb + 32, "model's answer, p(%s) = %.2f, as ./run fwd computes it" % (shown(toks[k][2]), engine), size=11, fill="#555")
+    svg.text(8, yb + 32, tr("model's answer, p(%s) = %.2f, as ./run fwd computes it") % (shown(toks[k][2]), engine), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-brief-residual.svg"))
 
 

@@ -12,6 +12,110 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = "trained/kjv"
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 MONO = "font-family='DejaVu Sans Mono, Menlo, Consolas, monospace'"
+# The Chinese figures: a CJK face first for the prose; the monospaced stack keeps DejaVu Sans Mono
+# first, so tokens and code keep the widths the layout assumes.
+FONT_ZH = "font-family='Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, sans-serif'"
+MONO_ZH = "font-family='DejaVu Sans Mono, Noto Sans Mono CJK SC, Menlo, Consolas, monospace'"
+
+# ----------------------------------------------------------------------------- the figures' language
+#
+# Every figure is drawn in English (book/img/) and in Chinese (book/img/zh/). Each label drawn goes
+# through tr(): in English it is the string itself; in Chinese, the rendering book/terms.tsv gives
+# when the label is one of its terms, else the row of tools/figures_zh.tsv (English, tab, Chinese)
+# whose English is the label. A format string keeps its %-conversions in the same order.
+
+LANGS = ("en", "zh")
+LANG = "en"
+LABELS = os.environ.get("FIGURES_ZH_TSV") or os.path.join(ROOT, "tools", "figures_zh.tsv")   # another: the self-test
+CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef"
+CONVERSION = r"%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z%]"
+_labels = None     # (terms, rows): book/terms.tsv's, tools/figures_zh.tsv's
+used = set()
+
+
+def set_lang(lang):
+    global LANG
+    if lang not in LANGS:
+        sys.exit("figures.py: no language %r (there are: %s)" % (lang, ", ".join(LANGS)))
+    LANG = lang
+
+
+def labels():
+    """(terms, rows): book/terms.tsv's terms, lower case (a term's name before its parenthesis
+    too), and tools/figures_zh.tsv's rows, each English -> Chinese. Stops on a row that repeats
+    a term, changes the conversions or uses a rendering the terms table says to avoid."""
+    global _labels
+    if _labels is not None:
+        return _labels
+    from book_twin import load_terms
+    terms, avoid = {}, []
+    for r in load_terms():
+        for name in {r["term"], re.sub(r"\s*\(.*\)$", "", r["term"])}:
+            terms[name.lower()] = r["zh"]
+        avoid += [(a, r["term"], r["zh"]) for a in r["avoid"]]
+    rows, problems = {}, []
+    with open(LABELS, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            cells = line.split("\t")
+            where = "%s:%d" % (os.path.relpath(LABELS, ROOT), n)
+            if len(cells) != 2 or not cells[1].strip():
+                problems.append("%s: not two cells, English and Chinese" % where)
+                continue
+            en, zh = cells
+            if en in rows:
+                problems.append("%s: %r is already in the table" % (where, en))
+            if en.lower() in terms:
+                problems.append("%s: %r is a term of book/terms.tsv, which gives its Chinese (%s)" % (where, en, terms[en.lower()]))
+            if re.findall(CONVERSION, en) != re.findall(CONVERSION, zh):
+                problems.append("%s: the Chinese has conversions %s, the English %s" % (where, re.findall(CONVERSION, zh),
+                                                                                     re.findall(CONVERSION, en)))
+            for a, term, good in avoid:
+                if a in zh:
+                    problems.append("%s: \"%s\" for \"%s\": the book writes \"%s\" (book/terms.tsv)" % (where, a, term, good))
+            rows[en] = zh
+    if problems:
+        sys.exit("figures.py:\n" + "\n".join(problems))
+    _labels = (terms, rows)
+    return _labels
+
+
+def tr(s):
+    """The label S in the figure's language (see above)."""
+    if LANG == "en":
+        return s
+    terms, rows = labels()
+    zh = rows.get(s, terms.get(s.lower()))
+    if zh is None:
+        sys.exit("figures.py: the label %r has no Chinese: add a row to tools/figures_zh.tsv" % s)
+    used.add(s)
+    return zh
+
+
+def unused_labels():
+    """The rows of tools/figures_zh.tsv no figure asked for (after drawing them all in Chinese)."""
+    return sorted(set(labels()[1]) - used)
+
+
+def cols(s):
+    """The width of S in columns of a Latin letter: a CJK character counts two."""
+    return len(s) + len(re.findall("[%s]" % CJK, s))
+
+
+def wrap(s, n):
+    """S in lines of at most N columns, broken at spaces and between CJK characters."""
+    lines, cur = [], ""
+    for m in re.finditer(r"(\s*)([%s]|[^\s%s]+)" % (CJK, CJK), s):
+        w = m.group(2)
+        if cols(cur) + cols(w) > n:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = cur + (" " if cur and m.group(1) else "") + w
+    lines.append(cur)
+    return lines
 
 
 def run(args):
@@ -30,6 +134,12 @@ def shown(tok):
     return tok.replace(" ", "\u00b7").replace("\n", "\u21b5")
 
 
+def font(mono=False):
+    if LANG == "zh":
+        return MONO_ZH if mono else FONT_ZH
+    return MONO if mono else FONT
+
+
 class Svg:
     def __init__(self, w, h, title, command):
         self.w, self.h, self.items = w, h, []
@@ -39,9 +149,9 @@ class Svg:
         self.items.append(s)
 
     def text(self, x, y, s, size=12, anchor="start", mono=False, fill="#222", weight="normal", rotate=None):
-        tr = " transform='rotate(%d %.1f %.1f)'" % (rotate, x, y) if rotate is not None else ""
+        rot = " transform='rotate(%d %.1f %.1f)'" % (rotate, x, y) if rotate is not None else ""
         self.add("<text x='%.1f' y='%.1f' font-size='%g' text-anchor='%s' fill='%s' font-weight='%s' %s%s>%s</text>"
-                 % (x, y, size, anchor, fill, weight, MONO if mono else FONT, tr, esc(s)))
+                 % (x, y, size, anchor, fill, weight, font(mono), rot, esc(s)))
 
     def rect(self, x, y, w, h, fill, stroke="none", extra=""):
         self.add("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' stroke='%s'%s/>" % (x, y, w, h, fill, stroke, extra))
@@ -54,8 +164,8 @@ class Svg:
         cap_y = self.h - 8
         s = ("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' viewBox='0 0 %d %d'>\n"
              "<title>%s</title>\n<rect width='100%%' height='100%%' fill='white'/>\n%s\n"
-             "<text x='8' y='%d' font-size='10' fill='#777' %s>made by: %s</text>\n</svg>\n"
-             % (self.w, self.h, self.w, self.h, esc(self.title), body, cap_y, MONO, esc(self.command)))
+             "<text x='8' y='%d' font-size='10' fill='#777' %s>%s</text>\n</svg>\n"
+             % (self.w, self.h, self.w, self.h, esc(self.title), body, cap_y, font(True), esc(tr("made by: %s") % self.command)))
         with open(path, "w", encoding="utf-8") as f:
             f.write(s)
 

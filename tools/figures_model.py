@@ -10,7 +10,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from figures_draw import (MODEL, ROOT, Svg, arrow, box, chapter_has, diverge, heat, need,  # noqa: E402
-                          pieces, run, shown, source)
+                          pieces, run, shown, source, tr, wrap, cols)
+import figures_draw  # noqa: E402
 
 # ----------------------------------------------------------------------------- q, k, v and the heads
 
@@ -80,9 +81,9 @@ def fig_qkv(out, summary=False):
     wq, wk = H * hd * cw, KV * hd * cw
     W = 60 + wq + 30 + wk + 30 + wk + 40
     Hh = 62 + 4 * T * rh + 90 + 92 + 66 + 80
-    svg = Svg(W, Hh, "q, k and v split into heads and concatenated back",
-              "make figures (tools/figures.py qkv: layer 0 of %s, the float64 reference tools/qwen2_torch.py)" % MODEL)
-    svg.text(8, 18, "One attention layer as matrices: %s, layer 0, on \u201c%s\u201d (%d tokens, one row each)"
+    svg = Svg(W, Hh, tr("q, k and v split into heads and concatenated back"),
+              tr("make figures (tools/figures.py qkv: layer 0 of %s, the float64 reference tools/qwen2_torch.py)") % MODEL)
+    svg.text(8, 18, tr("One attention layer as matrices: %s, layer 0, on \u201c%s\u201d (%d tokens, one row each)")
              % (MODEL, QKV_TEXT, T), size=13, weight="bold")
     # the input
     x0, y1 = 60, 62
@@ -95,12 +96,12 @@ def fig_qkv(out, summary=False):
     xv = xk + wk + 30
     for xx, w in ((xq, wq), (xk, wk), (xv, wk)):
         arrow(svg, x0 + D * cw / 2, y1 + T * rh + 4, xx + w / 2, y2 - 36)
-    matrix(svg, xq, y2, got["q"], H, hd, "q = h\u00b7Wq\u1d40 + bq", "[%d, %d] = %d heads \u00d7 %d" % (T, H * hd, H, hd),
-           ["head %d" % h for h in range(H)])
+    matrix(svg, xq, y2, got["q"], H, hd, "q = h\u00b7Wq\u1d40 + bq", tr("[%d, %d] = %d heads \u00d7 %d") % (T, H * hd, H, hd),
+           [tr("head %d") % h for h in range(H)])
     matrix(svg, xk, y2, got["k"], KV, hd, "k = h\u00b7Wk\u1d40 + bk", "[%d, %d] = %d \u00d7 %d" % (T, KV * hd, KV, hd),
-           ["kv %d" % g for g in range(KV)])
+           [tr("kv %d") % g for g in range(KV)])
     matrix(svg, xv, y2, got["v"], KV, hd, "v = h\u00b7Wv\u1d40 + bv", "[%d, %d]" % (T, KV * hd),
-           ["kv %d" % g for g in range(KV)])
+           [tr("kv %d") % g for g in range(KV)])
     # one attention per head
     y3 = y2 + T * rh + 92
     hw = hd * cw
@@ -118,17 +119,17 @@ def fig_qkv(out, summary=False):
             for j, v in enumerate(row):
                 svg.rect(xh + j * cw, y3 + t * rh, cw, rh - 1, diverge(v, vmax))
         svg.rect(xh, y3 - 1, hw, T * rh + 1, "none", stroke=cols[h % len(cols)], extra=" stroke-width='2'")
-        svg.text(xh + hw / 2, y3 - 20, "head %d" % h, size=11, anchor="middle", weight="bold", fill=cols[h % len(cols)])
-        svg.text(xh + hw / 2, y3 - 7, "kv %d" % g, size=10, anchor="middle", fill="#555")
-    svg.text(x0, y3 + T * rh + 16, "each head: softmax(q_h\u00b7k_g\u1d40 / \u221a%d, causal) \u00b7 v_g, with g = h / %d: [%d, %d]"
+        svg.text(xh + hw / 2, y3 - 20, tr("head %d") % h, size=11, anchor="middle", weight="bold", fill=cols[h % len(cols)])
+        svg.text(xh + hw / 2, y3 - 7, tr("kv %d") % g, size=10, anchor="middle", fill="#555")
+    svg.text(x0, y3 + T * rh + 16, tr("each head: softmax(q_h\u00b7k_g\u1d40 / \u221a%d, causal) \u00b7 v_g, with g = h / %d: [%d, %d]")
              % (hd, group, T, hd), size=11, fill="#555")
     # concatenated and mixed
     y4 = y3 + T * rh + 66
     arrow(svg, x0 + wq / 2, y3 + T * rh + 22, x0 + wq / 2, y4 - 34)
-    end = matrix(svg, x0, y4, got["att"], H, hd, "concatenated: the heads side by side", "[%d, %d]" % (T, H * hd))
+    end = matrix(svg, x0, y4, got["att"], H, hd, tr("concatenated: the heads side by side"), "[%d, %d]" % (T, H * hd))
     svg.text(end + 18, y4 + T * rh / 2 + 4, "\u00b7 Wo\u1d40 \u2192", size=13)
-    matrix(svg, end + 80, y4, got["o"], 0, 0, "o_proj: added to the residual stream", "[%d, %d]" % (T, D))
-    svg.text(8, Hh - 24, "one small square per number: red positive, blue negative, white near 0 (each matrix on its own scale)",
+    matrix(svg, end + 80, y4, got["o"], 0, 0, tr("o_proj: added to the residual stream"), "[%d, %d]" % (T, D))
+    svg.text(8, Hh - 24, tr("one small square per number: red positive, blue negative, white near 0 (each matrix on its own scale)"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-qkv.svg"))
 
@@ -154,17 +155,17 @@ def fig_scores(out, summary=False):
         return
     n, cell = len(keys), 76
     W, H = 2 * (n * cell) + 320, n * cell + 130
-    svg = Svg(W, H, "The causal score matrix", "make figures (tools/figures.py scores: chapter 6's worked example)")
-    svg.text(8, 18, "Chapter 6's three tokens, one head of width %d: every query q = (2, 0, 0, 0)" % d, size=13, weight="bold")
+    svg = Svg(W, H, tr("The causal score matrix"), tr("make figures (tools/figures.py scores: chapter 6's worked example)"))
+    svg.text(8, 18, tr("Chapter 6's three tokens, one head of width %d: every query q = (2, 0, 0, 0)") % d, size=13, weight="bold")
     for panel in range(2):
         x0, y0 = 90 + panel * (n * cell + 150), 64
-        svg.text(x0, y0 - 26, ["scores s_j = q\u00b7k_j / \u221a%d" % d, "weights = softmax of each row"][panel],
+        svg.text(x0, y0 - 26, [tr("scores s_j = q\u00b7k_j / \u221a%d") % d, tr("weights = softmax of each row")][panel],
                  size=12, weight="bold")
         for j in range(n):
-            svg.text(x0 + (j + 0.5) * cell, y0 - 8, "key %d" % j, size=11, anchor="middle")
+            svg.text(x0 + (j + 0.5) * cell, y0 - 8, tr("key %d") % j, size=11, anchor="middle")
         for t in range(n):
             if panel == 0:
-                svg.text(x0 - 8, y0 + (t + 0.5) * cell + 4, "token %d" % t, size=11, anchor="end")
+                svg.text(x0 - 8, y0 + (t + 0.5) * cell + 4, tr("token %d") % t, size=11, anchor="end")
             for j in range(n):
                 x, y = x0 + j * cell, y0 + t * cell
                 if j > t:
@@ -180,15 +181,15 @@ def fig_scores(out, summary=False):
                 svg.text(x + cell / 2, y + cell / 2 + 5, "%g" % v if panel == 0 else "%.4f" % v, size=13,
                          anchor="middle", mono=True, fill="white" if dark else "#222")
             if panel == 1:
-                svg.text(x0 + n * cell + 8, y0 + (t + 0.5) * cell + 4, "sum %g" % round(sum(W_[t][:t + 1]), 6),
+                svg.text(x0 + n * cell + 8, y0 + (t + 0.5) * cell + 4, tr("sum %g") % round(sum(W_[t][:t + 1]), 6),
                          size=11, fill="#555")
         if panel == 0:
             arrow(svg, x0 + n * cell + 20, y0 + n * cell / 2, x0 + n * cell + 120, y0 + n * cell / 2)
-            svg.text(x0 + n * cell + 70, y0 + n * cell / 2 - 8, "softmax", size=11, anchor="middle")
-            svg.text(x0 + n * cell + 70, y0 + n * cell / 2 + 16, "per row", size=11, anchor="middle")
-    svg.text(8, H - 40, "grey: a later position, masked (the loop stops at the diagonal); row 1 is (e, 1)/(e+1), row 2 (e, 1, e)/(2e+1)",
+            svg.text(x0 + n * cell + 70, y0 + n * cell / 2 - 8, tr("softmax"), size=11, anchor="middle")
+            svg.text(x0 + n * cell + 70, y0 + n * cell / 2 + 16, tr("per row"), size=11, anchor="middle")
+    svg.text(8, H - 40, tr("grey: a later position, masked (the loop stops at the diagonal); row 1 is (e, 1)/(e+1), row 2 (e, 1, e)/(2e+1)"),
              size=11, fill="#555")
-    svg.text(8, H - 24, "keys k0 = (1,0,0,0), k1 = (0,1,0,0), k2 = (1,0,1,0): q\u00b7k = 2, 0, 2, divided by \u221a4 = 2",
+    svg.text(8, H - 24, tr("keys k0 = (1,0,0,0), k1 = (0,1,0,0), k2 = (1,0,1,0): q\u00b7k = 2, 0, 2, divided by \u221a4 = 2"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-scores.svg"))
 
@@ -222,14 +223,14 @@ def fig_rope_pairs(out, summary=False):
             print("q at %d, k at %d (distance %d): q.k = %.6f" % (m, n, m - n, v))
         return
     W, H = 900, 550
-    svg = Svg(W, H, "RoPE: which numbers rotate together",
-              "make figures (tools/figures.py rope-pairs: kernels.cpp:apply_rope's pairing, tests/test_book.cpp's vectors)")
-    svg.text(8, 18, "Which two numbers of a head turn together: a head of d = 8", size=13, weight="bold")
+    svg = Svg(W, H, tr("RoPE: which numbers rotate together"),
+              tr("make figures (tools/figures.py rope-pairs: kernels.cpp:apply_rope's pairing, tests/test_book.cpp's vectors)"))
+    svg.text(8, 18, tr("Which two numbers of a head turn together: a head of d = 8"), size=13, weight="bold")
     cw, x0 = 46, 250
     pal = ["#3d72b4", "#d9822b", "#2f8a3a", "#8a5c9f"]
     for row, (name, partner, note) in enumerate([
-            ("rotate_half (Qwen, Lantern)", lambda i: i + 4, "pair i = (i, i + d/2)"),
-            ("interleaved (the RoFormer paper)", lambda i: 2 * i + 1, "pair i = (2i, 2i + 1)")]):
+            (tr("rotate_half (Qwen, Lantern)"), lambda i: i + 4, tr("pair i = (i, i + d/2)")),
+            (tr("interleaved (the RoFormer paper)"), lambda i: 2 * i + 1, tr("pair i = (2i, 2i + 1)"))]):
         y = 52 + row * 96
         svg.text(x0 - 12, y + 22, name, size=12, anchor="end", weight="bold")
         svg.text(x0 - 12, y + 38, note, size=11, anchor="end", mono=True, fill="#555")
@@ -246,13 +247,13 @@ def fig_rope_pairs(out, summary=False):
                     % (xa, y + 9, (xa + xb) / 2, top, xb, y + 9, pal[i]))
         for idx in range(8):
             svg.text(x0 + idx * cw + cw / 2 - 2, y + 56, str(idx), size=10, anchor="middle", fill="#777", mono=True)
-    svg.text(x0 + 8 * cw + 10, 80, "pair i turns by pos \u00b7 \u03b8^(\u22122i/d)", size=11, fill="#555")
-    svg.text(x0 + 8 * cw + 10, 96, "same angles, other partners:", size=11, fill="#555")
-    svg.text(x0 + 8 * cw + 10, 112, "weights trained for one layout", size=11, fill="#555")
-    svg.text(x0 + 8 * cw + 10, 128, "give garbage in the other", size=11, fill="#555")
+    svg.text(x0 + 8 * cw + 10, 80, tr("pair i turns by pos \u00b7 \u03b8^(\u22122i/d)"), size=11, fill="#555")
+    svg.text(x0 + 8 * cw + 10, 96, tr("same angles, other partners:"), size=11, fill="#555")
+    svg.text(x0 + 8 * cw + 10, 112, tr("weights trained for one layout"), size=11, fill="#555")
+    svg.text(x0 + 8 * cw + 10, 128, tr("give garbage in the other"), size=11, fill="#555")
     # why the relative angle survives
     y0 = 262
-    svg.text(8, y0 - 20, "Why only the distance counts: both vectors turn by their own position, the angle between them by the difference",
+    svg.text(8, y0 - 20, tr("Why only the distance counts: both vectors turn by their own position, the angle between them by the difference"),
              size=13, weight="bold")
     r = 70
     for k, (m, n) in enumerate(cases):
@@ -260,7 +261,7 @@ def fig_rope_pairs(out, summary=False):
         svg.add("<circle cx='%.1f' cy='%.1f' r='%d' fill='none' stroke='#ddd'/>" % (cx, cy, r))
         qa = math.atan2(q0[2], q0[0]) + m * 1.0       # pair 0 of d = 4: numbers 0 and 2, 1 rad per position
         ka = math.atan2(k0[2], k0[0]) + n * 1.0
-        for ang, col, lab in ((qa, "#b22222", "q at %d" % m), (ka, "#21529e", "k at %d" % n)):
+        for ang, col, lab in ((qa, "#b22222", tr("q at %d") % m), (ka, "#21529e", tr("k at %d") % n)):
             x, y = cx + r * math.cos(ang), cy - r * math.sin(ang)
             arrow(svg, cx, cy, x, y, col, 2)
             svg.text(cx + (r + 16) * math.cos(ang), cy - (r + 16) * math.sin(ang) + 4, lab, size=11, anchor="middle", fill=col)
@@ -268,12 +269,12 @@ def fig_rope_pairs(out, summary=False):
         rr = 26
         svg.add("<path d='M %.1f %.1f A %d %d 0 0 0 %.1f %.1f' fill='none' stroke='#444'/>"
                 % (cx + rr * math.cos(lo), cy - rr * math.sin(lo), rr, rr, cx + rr * math.cos(hi), cy - rr * math.sin(hi)))
-        svg.text(cx, cy + r + 34, "distance %d: q\u00b7k = %.4f" % (m - n, dots[k]), size=12, anchor="middle",
+        svg.text(cx, cy + r + 34, tr("distance %d: q\u00b7k = %.4f") % (m - n, dots[k]), size=12, anchor="middle",
                  weight="bold" if k < 2 else "normal")
-        svg.text(cx, cy + r + 50, "angle between them %.3f rad" % ((qa - ka) % (2 * math.pi)), size=11, anchor="middle",
+        svg.text(cx, cy + r + 50, tr("angle between them %.3f rad") % ((qa - ka) % (2 * math.pi)), size=11, anchor="middle",
                  fill="#555")
-    svg.text(8, H - 24, "pair 0 of a head of 4 (1 rad per position); q\u00b7k over the whole head, tests/test_book.cpp's q and k: "
-             "equal at distance 2, different at 1", size=11, fill="#555")
+    svg.text(8, H - 24, tr("pair 0 of a head of 4 (1 rad per position); q\u00b7k over the whole head, tests/test_book.cpp's q and k: "
+             "equal at distance 2, different at 1"), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-rope-pairs.svg"))
 
 
@@ -315,35 +316,19 @@ def fig_load(out, summary=False):
         print("file %d bytes: 8 + %d header, %d tensors" % (size, header, len(tensors)))
         return
     W, H = 960, 370
-    svg = Svg(W, H, "The load sequence", "make figures (tools/figures.py load: generate.cpp:engine_load; ./run fwd %s -v; ./run info)" % MODEL)
-    svg.text(8, 18, "./run %s ...: generate.cpp:engine_load, in order (what -v prints for each)" % MODEL, size=13, weight="bold")
+    svg = Svg(W, H, tr("The load sequence"), tr("make figures (tools/figures.py load: generate.cpp:engine_load; ./run fwd %s -v; ./run info)") % MODEL)
+    svg.text(8, 18, tr("./run %s ...: generate.cpp:engine_load, in order (what -v prints for each)") % MODEL, size=13, weight="bold")
     bw, gap, y = 172, 14, 40
     for k, ((call, what, _), s) in enumerate(zip(LOAD_STEPS, said)):
         x = 10 + k * (bw + gap)
-        words, lines, cur = what.split(), [], ""
-        for w in words:
-            if len(cur) + len(w) > 26:
-                lines.append(cur)
-                cur = w
-            else:
-                cur = (cur + " " + w).strip()
-        lines.append(cur)
-        box(svg, x, y, bw, 80, [call + "()"] + lines, mono_from=99)
+        box(svg, x, y, bw, 80, [call + "()"] + wrap(tr(what), 26), mono_from=99)
         if k + 1 < len(LOAD_STEPS):
             arrow(svg, x + bw + 1, y + 40, x + bw + gap - 1, y + 40)
-        parts, cur = [], ""
-        for w in (s or "(depends on the machine's kernel set, not shown)").split():
-            if len(cur) + len(w) > 27:
-                parts.append(cur)
-                cur = w
-            else:
-                cur = (cur + " " + w).strip()
-        parts.append(cur)
-        for i, p in enumerate(parts[:4]):
+        for i, p in enumerate(wrap(s or tr("(depends on the machine's kernel set, not shown)"), 27)[:4]):
             svg.text(x + 4, y + 100 + i * 13, p, size=9, mono=True, fill="#555")
     # the file, to scale
     y2, x0, w = 222, 10, W - 20
-    svg.text(8, y2 - 24, "%s/model.safetensors to scale: %s bytes; open_model maps it and reads only the header"
+    svg.text(8, y2 - 24, tr("%s/model.safetensors to scale: %s bytes; open_model maps it and reads only the header")
              % (MODEL, "{:,}".format(size)), size=12, weight="bold")
     X = lambda b: x0 + w * b / size
     groups = []
@@ -360,13 +345,14 @@ def fig_load(out, summary=False):
         col = pal.get(g, ["#8a5c9f", "#a97ec0"][k % 2])
         svg.rect(X(a), y2, max(1.5, X(b) - X(a) - 0.5), 34, col)
         if X(b) - X(a) > 60:
-            svg.text((X(a) + X(b)) / 2, y2 + 21, g, size=11, anchor="middle", fill="white", weight="bold")
+            shown_g = tr("layer %s") % g.split()[1] if g.startswith("layer ") else tr(g) if g in pal else g
+            svg.text((X(a) + X(b)) / 2, y2 + 21, shown_g, size=11, anchor="middle", fill="white", weight="bold")
             svg.text((X(a) + X(b)) / 2, y2 + 50, "{:,} B".format(b - a), size=10, anchor="middle", fill="#555")
-    svg.text(X(0), y2 + 66, "\u2191 8-byte length + %s-byte JSON header: names, dtypes, shapes, offsets" % "{:,}".format(header),
+    svg.text(X(0), y2 + 66, tr("\u2191 8-byte length + %s-byte JSON header: names, dtypes, shapes, offsets") % "{:,}".format(header),
              size=10, fill="#d9822b")
-    svg.text(8, H - 40, "the weights are not read at load: the map makes the file's pages the tensors' memory, "
-             "read on first touch (chapter 3)", size=11, fill="#555")
-    svg.text(8, H - 24, "thread counts and timings are left out: they are the machine's", size=11, fill="#555")
+    svg.text(8, H - 40, tr("the weights are not read at load: the map makes the file's pages the tensors' memory, "
+             "read on first touch (chapter 3)"), size=11, fill="#555")
+    svg.text(8, H - 24, tr("thread counts and timings are left out: they are the machine's"), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-load.svg"))
 
 
@@ -419,11 +405,11 @@ def fig_trace_diff(out, summary=False):
     cw, rh, x0, y0 = 96, 17, 150, 74
     W = x0 + (len(layers) + 1) * cw + 250
     H = y0 + (len(per) + 3) * rh + 40
-    svg = Svg(W, H, "trace_diff: the first difference",
-              "make figures (tools/figures.py trace-diff: tools/trace_diff.py models/tiny --tokens 1,2,3, ./run and %s)" % MUTANT)
-    svg.text(8, 18, "tools/trace_diff.py on chapter 10's interleaved-RoPE mutant: every -vv tensor against the reference",
+    svg = Svg(W, H, tr("trace_diff: the first difference"),
+              tr("make figures (tools/figures.py trace-diff: tools/trace_diff.py models/tiny --tokens 1,2,3, ./run and %s)") % MUTANT)
+    svg.text(8, 18, tr("tools/trace_diff.py on chapter 10's interleaved-RoPE mutant: every -vv tensor against the reference"),
              size=13, weight="bold")
-    svg.text(8, 36, "models/tiny, tokens 1,2,3; a cell's number: the error divided by the reference's rms (tolerance %g)" % tol,
+    svg.text(8, 36, tr("models/tiny, tokens 1,2,3; a cell's number: the error divided by the reference's rms (tolerance %g)") % tol,
              size=11, fill="#555")
     err = {n: (e, ok) for n, e, ok in bad}
 
@@ -448,13 +434,14 @@ def fig_trace_diff(out, summary=False):
             if "L%d.%s" % (l, r) in err:
                 cell(x0 + j * cw, y, "L%d.%s" % (l, r))
     for j, l in enumerate(layers):
-        svg.text(x0 + j * cw + (cw - 4) / 2, y0 - 6, "layer %d" % l, size=11, anchor="middle", weight="bold")
+        svg.text(x0 + j * cw + (cw - 4) / 2, y0 - 6, tr("layer %d") % l, size=11, anchor="middle", weight="bold")
     xr = x0 + len(layers) * cw + 30
-    lines = ["the checks go down each column,", "then on to the next layer", "",
-             "first difference: %s" % bad[first][0], "error %.1e > %g" % (bad[first][1], tol),
-             "every tensor before it agrees, so the", "bug is in the step that makes it", "",
-             "green: within the tolerance", "light red: wrong because an input is", "(%d of %d differ)" % (sum(not r[2] for r in bad), len(bad)),
-             "", "the correct ./run: all %d agree," % len(good), "worst error %.1e" % max(r[1] for r in good)]
+    lines = [tr("the checks go down each column,"), tr("then on to the next layer"), "",
+             tr("first difference: %s") % bad[first][0], tr("error %.1e > %g") % (bad[first][1], tol),
+             tr("every tensor before it agrees, so the"), tr("bug is in the step that makes it"), "",
+             tr("green: within the tolerance"), tr("light red: wrong because an input is"),
+             tr("(%d of %d differ)") % (sum(not r[2] for r in bad), len(bad)),
+             "", tr("the correct ./run: all %d agree,") % len(good), tr("worst error %.1e") % max(r[1] for r in good)]
     for i, l in enumerate(lines):
         svg.text(xr, y0 + 8 + i * 15, l, size=11, weight="bold" if i in (3, 12) else "normal")
     svg.save(os.path.join(out, "fig-trace-diff.svg"))
@@ -495,34 +482,34 @@ def fig_families(out, summary=False):
     n_s = max(len(r["shapes"]) for r in rows)
     W = x0 + len(rows) * (cw + 20) + 10
     H = 80 + n_t * 17 + 120 + n_s * 17 + 70
-    svg = Svg(W, H, "The family table", "make figures (tools/figures.py families: arch.cpp:ARCHS)")
-    svg.text(8, 18, "arch.cpp:ARCHS: one row per family, the only place the engine tells them apart", size=13, weight="bold")
+    svg = Svg(W, H, tr("The family table"), tr("make figures (tools/figures.py families: arch.cpp:ARCHS)"))
+    svg.text(8, 18, tr("arch.cpp:ARCHS: one row per family, the only place the engine tells them apart"), size=13, weight="bold")
     common = set.intersection(*[set(h for h, g in r["layer"]) for r in rows])
     for k, r in enumerate(rows):
         x = x0 + k * (cw + 20)
         svg.rect(x, 32, cw, H - 80, "#fbfbf8", stroke="#ccc")
-        svg.text(x + 10, 52, "%s  (model_type \u201c%s\u201d)" % (r["title"], r["name"]), size=13, weight="bold")
+        svg.text(x + 10, 52, tr("%s  (model_type \u201c%s\u201d)") % (r["title"], r["name"]), size=13, weight="bold")
         y = 74
-        svg.text(x + 10, y, "one layer's tensors (Hugging Face name):", size=11, fill="#555")
+        svg.text(x + 10, y, tr("one layer's tensors (Hugging Face name):"), size=11, fill="#555")
         for i, (hf, gg) in enumerate(r["layer"]):
             own = hf not in common
             if own:
                 svg.rect(x + 8, y + 5 + i * 17, cw - 16, 16, "#fbe3c8")
             svg.text(x + 12, y + 17 + i * 17, hf, size=10, mono=True, weight="bold" if own else "normal")
         y += 20 + n_t * 17 + 8
-        flags = [("q, k, v biases", r["qkv_bias"]), ("q_norm, k_norm per head", r["qk_norm"]),
-                 ("head_dim stated (not hidden / heads)", r["head_dim_stated"]), ("tied LM head by default", r["tied"])]
+        flags = [(tr("q, k, v biases"), r["qkv_bias"]), (tr("q_norm, k_norm per head"), r["qk_norm"]),
+                 (tr("head_dim stated (not hidden / heads)"), r["head_dim_stated"]), (tr("tied LM head by default"), r["tied"])]
         for i, (f, on) in enumerate(flags):
             svg.text(x + 12, y + i * 17, ("\u2713 " if on else "\u2013 ") + f, size=11, fill="#222" if on else "#999")
-        svg.text(x + 12, y + 4 * 17, "chat template: %s" % r["chat"], size=11)
+        svg.text(x + 12, y + 4 * 17, tr("chat template: %s") % r["chat"], size=11)
         y += 5 * 17 + 14
-        svg.text(x + 10, y, "published shapes: hidden, layers, heads / KV heads", size=11, fill="#555")
+        svg.text(x + 10, y, tr("published shapes: hidden, layers, heads / KV heads"), size=11, fill="#555")
         for i, (nm, hid, lay, hh, kv) in enumerate(r["shapes"]):
             yy = y + 8 + i * 17
             svg.text(x + 12, yy + 10, nm, size=10, mono=True)
             svg.rect(x + 112, yy, hid / 4096 * 100, 12, "#3d72b4")
             svg.text(x + 116 + hid / 4096 * 100, yy + 10, "%d, %d, %d/%d" % (hid, lay, hh, kv), size=10, mono=True)
-    svg.text(8, H - 24, "orange: tensors only that family has; everything else is shared code (net.cpp reads the flags)",
+    svg.text(8, H - 24, tr("orange: tensors only that family has; everything else is shared code (net.cpp reads the flags)"),
              size=11, fill="#555")
     svg.save(os.path.join(out, "fig-families.svg"))
 
@@ -540,10 +527,11 @@ READING = [   # (track, chapter numbers in reading order)
 
 def fig_reading_path(out, summary=False):
     titles = {}
-    for p in sorted(os.listdir(os.path.join(ROOT, "book"))):
+    book = "book/zh/" if figures_draw.LANG == "zh" else "book/"      # each edition's own titles
+    for p in sorted(os.listdir(os.path.join(ROOT, book))):
         m = re.match(r"^(\d\d)-.*\.md$", p)
         if m:
-            first = next((l for l in source("book/" + p).split("\n") if l.startswith("# ")), "# " + p)
+            first = next((l for l in source(book + p).split("\n") if l.startswith("# ")), "# " + p)
             titles[m.group(1)] = re.sub(r"^\d+\s*[\u00b7.\u2014:-]?\s*", "", first[2:]).strip()
     placed = {c for _, cs in READING for c in cs} | {"00", "01", "15"}
     rest = [c for c in sorted(titles) if c not in placed]
@@ -565,12 +553,16 @@ def fig_reading_path(out, summary=False):
     W = tx + max(len(cs) for _, cs in tracks[1:]) * (bw + gx) + 160
     H = 60 + n_rows * (bh + gy) + 40
 
-    def short(s, n=32):
-        return s if len(s) <= n else s[:n - 1].rstrip(" ,:") + "\u2026"
-    svg = Svg(W, H, "Reading paths through the book", "make figures (tools/figures.py reading-path: the chapters' titles)")
-    svg.text(8, 18, "Chapter 1 is this map; read the core in order, then any track from the chapter it starts at; "
-             "chapter 15 is the glossary", size=13, weight="bold")
-    svg.text(cx, 40, tracks[0][0], size=11, weight="bold", fill="#5c7f9f")
+    def short(s, n=32 if figures_draw.LANG == "en" else 38):   # Noto's Latin letters are narrower than DejaVu's
+        if cols(s) <= n:
+            return s
+        while cols(s) > n - 1:
+            s = s[:-1]
+        return s.rstrip(" ,:\uff0c\uff1a\u3001") + "\u2026"
+    svg = Svg(W, H, tr("Reading paths through the book"), tr("make figures (tools/figures.py reading-path: the chapters' titles)"))
+    svg.text(8, 18, tr("Chapter 1 is this map; read the core in order, then any track from the chapter it starts at; "
+             "chapter 15 is the glossary"), size=13, weight="bold")
+    svg.text(cx, 40, tr(tracks[0][0]), size=11, weight="bold", fill="#5c7f9f")
     Y = lambda r: 48 + r * (bh + gy)
     for i, c in enumerate(core):
         box(svg, cx, Y(i), bw, bh, ["%d" % int(c), short(titles[c])], mono_from=99)
@@ -586,6 +578,6 @@ def fig_reading_path(out, summary=False):
         if start.get(t_) in core:
             sy = Y(core.index(start[t_])) + bh / 2
             arrow(svg, cx + bw, sy, tx - 1, y + bh / 2, "#bbb")
-        svg.text(tx + len(cs) * (bw + gx) - gx + 10, y + bh / 2 + 4, t_, size=11, weight="bold", fill="#a0641f")
-    svg.text(8, H - 24, "grey arrows: the core chapter a track needs first", size=11, fill="#555")
+        svg.text(tx + len(cs) * (bw + gx) - gx + 10, y + bh / 2 + 4, tr(t_), size=11, weight="bold", fill="#a0641f")
+    svg.text(8, H - 24, tr("grey arrows: the core chapter a track needs first"), size=11, fill="#555")
     svg.save(os.path.join(out, "fig-reading-path.svg"))
