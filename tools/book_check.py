@@ -596,6 +596,8 @@ def main():
         twins = book_twin.check_all(args.book_dir)
     else:
         twins = []
+    import book_zh      # the English glosses in the Chinese prose, counted per chapter
+    twins += book_zh.problems(args.book_dir, out=sys.stdout) if os.path.isdir(zh_dir) and not args.chapter else []
     for problem in twins:
         where, _, what = problem.partition(": ")
         rep.error(where, what)
