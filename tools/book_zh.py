@@ -4,14 +4,16 @@
 A gloss is the English word in brackets after its Chinese rendering: 注意力（attention）.
 The book gives it once, at a term's first use in a chapter (book/terms.tsv holds the
 Chinese word); after that the Chinese word stands alone. Counted here, per chapter of
-book/zh/: each bracket, （…） or (…), in the prose that holds a Latin letter, where
+book/zh/: each bracket, （…） or (…), in the prose that holds a Latin word (two letters or
+more in a row: (x ← y) and (p = 1) are one-letter math, not English), where
   * prose is every line outside fenced blocks and HTML comments: paragraphs, headings,
     lists, tables, figure captions;
   * inline code is not prose: （`model.cpp:forward`） holds no gloss, a code identifier is
     not English written for the reader;
   * a link's URL is not prose: [第 6 章](06-attention-kv-cache.md) holds no gloss, while
     its text does count;
-  * TeX math ($...$, $$...$$) is a formula, not prose: $f(x)$ holds no gloss;
+  * TeX math ($...$, $$...$$) is a formula, not prose: $f(x)$ holds no gloss, nor does a
+    bracket right after a letter or digit, O(n log n), forward(" the"): a call, not an aside;
   * 附录 A names a chapter, as 第 5 章 does: the letter of an appendix is not English;
   * the glossary's entries (between its GLOSSARY_BEGIN and GLOSSARY_END comments, written
     from book/terms.tsv) are the table itself: each pairs a Chinese term with its English on
@@ -36,17 +38,20 @@ from book_source import ROOT, parse   # noqa: E402  (one parser for the book)
 from book_twin import GLOSSARY_BEGIN, GLOSSARY_END           # noqa: E402
 
 MAX_MEDIAN = 8
-LATIN = re.compile(r"[A-Za-z]")
+LATIN = re.compile(r"[A-Za-z]{2}")             # a word, not one letter of a formula (x, T, p)
 URL = re.compile(r"(\]\()[^)\s]*((?:\s+\"[^\"]*\")?\))")      # [text](url "title"): the url goes
 
 
 def brackets(line):
     """The text inside each outermost bracket of a line, （…） and (…) alike; an unclosed
-    bracket closes at the end of the line."""
+    bracket closes at the end of the line. A bracket right after a letter or a digit is a
+    call or a formula's argument, O(n log n), logit(2), not an aside: it is not one."""
     out, depth, start = [], 0, 0
     for k, ch in enumerate(line):
         if ch in "（(":
             if depth == 0:
+                if k and re.match(r"[A-Za-z0-9_]", line[k - 1]):
+                    continue
                 start = k + 1
             depth += 1
         elif ch in "）)" and depth:
