@@ -13,7 +13,8 @@ more in a row: (x ← y) and (p = 1) are one-letter math, not English), where
   * a link's URL is not prose: [第 6 章](06-attention-kv-cache.md) holds no gloss, while
     its text does count;
   * TeX math ($...$, $$...$$) is a formula, not prose: $f(x)$ holds no gloss, nor does a
-    bracket right after a letter or digit, O(n log n), forward(" the"): a call, not an aside;
+    plain bracket right after a letter or digit, O(n log n), forward(" the"): a call, not
+    an aside;
   * 附录 A names a chapter, as 第 5 章 does: the letter of an appendix is not English;
   * the glossary's entries (between its GLOSSARY_BEGIN and GLOSSARY_END comments, written
     from book/terms.tsv) are the table itself: each pairs a Chinese term with its English on
@@ -44,13 +45,14 @@ URL = re.compile(r"(\]\()[^)\s]*((?:\s+\"[^\"]*\")?\))")      # [text](url "titl
 
 def brackets(line):
     """The text inside each outermost bracket of a line, （…） and (…) alike; an unclosed
-    bracket closes at the end of the line. A bracket right after a letter or a digit is a
-    call or a formula's argument, O(n log n), logit(2), not an aside: it is not one."""
+    bracket closes at the end of the line. An ASCII bracket right after a letter or a digit
+    is a call or a formula's argument, O(n log n), logit(2), not an aside: it is not one
+    (a full-width one is: MLP（multi-layer perceptron） is a gloss)."""
     out, depth, start = [], 0, 0
     for k, ch in enumerate(line):
         if ch in "（(":
             if depth == 0:
-                if k and re.match(r"[A-Za-z0-9_]", line[k - 1]):
+                if ch == "(" and k and re.match(r"[A-Za-z0-9_]", line[k - 1]):
                     continue
                 start = k + 1
             depth += 1
