@@ -11,6 +11,11 @@
 #      whose inline code repeats part of it);
 #   6. an English chapter with no Chinese twin;
 #   7. a terminology-table row edited without writing the glossaries again;
+#   8. a line of quoted code changed in a Chinese chapter (its comments are translated, its
+#      code is not), while a comment changed there is no problem;
+#   9. a number changed in a Chinese drawing (its labels are translated, its numbers are not);
+#  10. English glosses in brackets all through the Chinese prose (tools/book_zh.py: the
+#      median over the chapters above 8);
 # and book_check.py must fail on the first. Then the real book: no problem.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,10 +82,34 @@ sed -i 's/^Seed\t\([^\t]*\)\t\([^\t]*\)\t\([^\t]*\)\tthe starting state/Seed\t\1
 expect "a glossary stale against book/terms.tsv" "15-glossary.md:"
 cp book/terms.tsv "$B/terms.tsv"
 
+# 8. Chapter 4's quote of matmul_plain in Chinese: its comment reworded is fine, its code
+#    changed is reported.
+sed -i '/^```cpp quote-of: kernels.cpp:matmul_plain/,/^```$/s#^\(for (int t = 0; t < T; t++) {\s*//\).*#\1 另一种说法#' "$B/zh/04-kernels.md"
+out=$($PY tools/book_twin.py --book-dir "$B" --all 2>&1)
+if grep -q "zh/04-kernels.md" <<<"$out"; then echo "FAIL  a translated comment reported as a difference:"; grep "zh/04" <<<"$out"; ok=0
+else echo "ok    a comment reworded in Chinese is no difference"; fi
+sed -i '/^```cpp quote-of: kernels.cpp:matmul_plain/,/^```$/s#sum += (double)weight_at#sum += (float)weight_at#' "$B/zh/04-kernels.md"
+expect "a line of quoted code changed in Chinese" "zh/04-kernels.md:"
+cp book/zh/04-kernels.md "$B/zh/04-kernels.md"
+
+# 9. The first drawing of chapter 6 in Chinese with one number changed.
+line=$(awk '/^```text diagram/{f=1;next} f&&/^```/{f=0} f&&/[0-9]/{print NR; exit}' "$B/zh/06-attention-kv-cache.md")
+sed -i "${line}s/[0-9]/&7/" "$B/zh/06-attention-kv-cache.md"
+expect "a number changed in a Chinese drawing" "(the numbers differ)"
+cp book/zh/06-attention-kv-cache.md "$B/zh/06-attention-kv-cache.md"
+
+# 10. Twenty glosses appended to every Chinese chapter: the median is above 8.
+for f in "$B"/zh/*.md; do for i in $(seq 20); do echo "词元（token）。" >> "$f"; done; done
+out=$($PY tools/book_zh.py --book-dir "$B" 2>&1)
+if grep -q "median of [0-9.]* English glosses" <<<"$out"; then echo "ok    reported: English glosses all through the Chinese prose"
+else echo "FAIL  not reported: English glosses all through the Chinese prose"; echo "$out" | tail -3; ok=0; fi
+rm -rf "$B/zh"; cp -r book/zh "$B/zh"
+
 out=$($PY tools/book_twin.py --book-dir "$B" --all 2>&1)
 grep -q "^twin check: 0 problems" <<<"$out" || { echo "FAIL  the restored copy is not clean:"; echo "$out" | tail -5; ok=0; }
 [ $ok = 1 ] || exit 1
 echo "self-test ok: every planted drift reported"
 
 echo "== the book"
+$PY tools/book_zh.py || exit 1
 $PY tools/book_twin.py --all

@@ -603,6 +603,8 @@ def main():
         twins += __import__("book_index").problems(args.book_dir)   # the index of terms is current
     else:
         twins = []
+    import book_zh      # the English glosses in the Chinese prose, counted per chapter
+    twins += book_zh.problems(args.book_dir, out=sys.stdout) if os.path.isdir(zh_dir) and not args.chapter else []
     for problem in twins:
         where, _, what = problem.partition(": ")
         rep.error(where, what)

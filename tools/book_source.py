@@ -163,20 +163,28 @@ BLOCK_KINDS = """every fenced block says what it is:
 
 # ----------------------------------------------------------------------------- quoted code
 
+HASH_COMMENTS = ("py", "sh", "bash", "python", "make", "mk", "Makefile", "toml", "yaml", "cmake")
+
+
+def strip_comment(line, ext):
+    """One line of code without its comment: `# ...` for the shell, Python and the like
+    (ext in HASH_COMMENTS; "#!" stays), `// ...` and `/* ... */` on one line for C, C++, CUDA
+    and JavaScript (a "//" inside a string literal stays)."""
+    if ext in HASH_COMMENTS:
+        return re.sub(r"(^|\s)#(?![!]).*$", "", line)
+    line = re.sub(r"/\*.*?\*/", "", line)
+    quotes = 0
+    for k in range(len(line) - 1):
+        if line[k] == '"' and (k == 0 or line[k - 1] != "\\"):
+            quotes += 1
+        elif line[k:k + 2] == "//" and quotes % 2 == 0:
+            return line[:k]
+    return line
+
+
 def code_line(line, ext):
     """One line of code as a quote is compared: comments dropped, whitespace collapsed."""
-    if ext == "py" or ext == "sh":
-        line = re.sub(r"(^|\s)#(?![!]).*$", "", line)
-    else:
-        line = re.sub(r"/\*.*?\*/", "", line)
-        quotes = 0
-        for k in range(len(line) - 1):
-            if line[k] == '"' and (k == 0 or line[k - 1] != "\\"):
-                quotes += 1
-            elif line[k:k + 2] == "//" and quotes % 2 == 0:
-                line = line[:k]
-                break
-    return " ".join(line.split())
+    return " ".join(strip_comment(line, ext).split())
 
 
 def check_quote(block, target, src, rep, where):

@@ -11,9 +11,18 @@ A twin says the same thing in another language, so everything that is not prose 
 same. Compared, in order:
   * headings: the same number, with the same levels (the text is translated; the HTML gives
     each Chinese heading its English twin's anchor, so links keep English anchors);
-  * fenced blocks: the same info string and the same lines, byte for byte (commands, outputs,
-    quoted code with its comments, diagrams); a command changed in English and not in Chinese
-    is reported here, as the block that differs;
+  * fenced blocks: the same info string, and then (block_lines) by kind:
+      - code (a block in a programming language: sh, cpp, py, make, ...: commands, quoted
+        code, sketches): the same code, line for line, byte for byte, with its comments left
+        out, since comments are prose and are translated (a line that is only a comment does
+        not count; `# ...` for the shell, Python and make, `//` and `/* */` for C, C++, CUDA
+        and JavaScript); a command changed in English and not in Chinese is reported here,
+        as the block that differs;
+      - a drawing (```text diagram): its labels are prose and are translated, so the twin
+        has the same number of lines and each line the same numbers (the arithmetic and the
+        shapes a drawing shows do not change in translation);
+      - everything else (```text output-of, ```text illustrative: a program's output, which
+        the reader compares with their own): the same lines, byte for byte;
   * figures: the same figures, in the same order (captions and alt text are translated); the
     Chinese page shows book/img/zh/X, the figure drawn in Chinese, where there is one, and
     book/img/X otherwise; a Chinese figure needs its English original book/img/X;
@@ -40,7 +49,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from book_source import LINK, parse, without_inline_code   # noqa: E402  (one parser for the book)
+from book_source import LINK, kind_of, parse, strip_comment, without_inline_code   # noqa: E402  (one parser for the book)
 
 TERMS = os.path.join(ROOT, "book", "terms.tsv")
 GLOSSARY_BEGIN = "<!-- GLOSSARY_BEGIN: written from book/terms.tsv by tools/book_twin.py --glossary; edit the table, not this -->"
@@ -146,6 +155,28 @@ def show(path):
     return path if rel.startswith("..") else rel
 
 
+CODE_LANGS = ("sh", "bash", "py", "python", "cpp", "c", "h", "cu", "js", "make", "mk")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def block_lines(block):
+    """What of a fenced block must be the same in both languages: (index in block.lines,
+    value) for each line that counts (see the top of this file). Code: the line without its
+    comment, trailing spaces cut, lines that are only a comment left out. A drawing: each
+    line's numbers. Anything else: the line itself."""
+    lang = block.info.split()[0] if block.info.split() else ""
+    if kind_of(block.info)[0] == "diagram":
+        return [(i, tuple(sorted(NUMBER.findall(l)))) for i, l in enumerate(block.lines)]
+    if lang in CODE_LANGS:
+        out = []
+        for i, l in enumerate(block.lines):
+            code = strip_comment(l, lang).rstrip()
+            if code or not l.strip():
+                out.append((i, code))
+        return out
+    return list(enumerate(block.lines))
+
+
 def compare(en, zh):
     """Problems ("FILE:LINE: what") between an English page and its Chinese twin."""
     out = []
@@ -180,13 +211,17 @@ def compare(en, zh):
             out.append("%s:%d: block %d says ```%s, its English twin (%s:%d) ```%s"
                        % (Z, b.line, k + 1, b.info, E, a.line, a.info))
             break
-        if a.lines != b.lines:
-            i = next((i for i in range(max(len(a.lines), len(b.lines)))
-                      if i >= len(a.lines) or i >= len(b.lines) or a.lines[i] != b.lines[i]))
-            got = b.lines[i] if i < len(b.lines) else "(the block ends)"
-            want = a.lines[i] if i < len(a.lines) else "(the block ends)"
-            out.append("%s:%d: block %d (```%s) differs from its English twin at %s:%d: English `%s`, Chinese `%s`"
-                       % (Z, b.line + 1 + i, k + 1, b.info, E, a.line + 1 + i, want.strip(), got.strip()))
+        la, lb = block_lines(a), block_lines(b)
+        if [v for _, v in la] != [v for _, v in lb]:
+            i = next((i for i in range(max(len(la), len(lb)))
+                      if i >= len(la) or i >= len(lb) or la[i][1] != lb[i][1]))
+            end_a, end_b = a.line + 1 + len(a.lines), b.line + 1 + len(b.lines)
+            got = b.lines[lb[i][0]] if i < len(lb) else "(the block ends)"
+            want = a.lines[la[i][0]] if i < len(la) else "(the block ends)"
+            what = " (the numbers differ)" if kind_of(b.info)[0] == "diagram" else ""
+            out.append("%s:%d: block %d (```%s) differs from its English twin at %s:%d%s: English `%s`, Chinese `%s`"
+                       % (Z, b.line + 1 + lb[i][0] if i < len(lb) else end_b, k + 1, b.info, E,
+                          a.line + 1 + la[i][0] if i < len(la) else end_a, what, want.strip(), got.strip()))
             differ += 1
             if differ == 3:      # more are likely one block added or lost: three say enough
                 break
