@@ -229,11 +229,13 @@ test-arm64: deps
 	@bash tests/check_arm64.sh
 
 # Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
-# (generated once: ~1 GB of random bf16 weights) in four weight types, then
-# the tokenizer.
+# (generated once: ~1 GB of random bf16 weights) in four weight types,
+# decode after long contexts beside llama.cpp, then the tokenizer and the
+# server. `./run bench ... --save` keeps a run as a record (book/records/).
 bench: all
 	@[ -f models/qwen2.5-0.5b/model.safetensors ] || $(BUILD)/gen_model --preset qwen2.5-0.5b --out models/qwen2.5-0.5b
 	./run bench models/qwen2.5-0.5b --quant bf16,q8_0,f16,f32
+	./run bench models/qwen2.5-0.5b --quant bf16 --kv-type f16 --depth 0,1024,4096 --decode 32
 	@[ -f models/qwen3-0.6b/model.safetensors ] || $(BUILD)/gen_model --preset qwen3-0.6b --out models/qwen3-0.6b
 	./run bench models/qwen3-0.6b --quant bf16
 	@if [ -f tools/bench_tokenizer.sh ]; then bash tools/bench_tokenizer.sh; fi

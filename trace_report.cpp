@@ -7,6 +7,7 @@
 // engine (what a forward call is, what it costs), those follow the reader
 // (what a page should show and how it should look).
 #include "trace_report.h"
+#include "kernels.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,6 +20,9 @@ Recorder g_rec;
 // Listening. logging.cpp measures; these functions only keep the numbers.
 
 static void on_forward_begin(const int* tokens, int T, int pos, double t_us) {
+    KernelScratch& ks = kernel_scratch();  // the forward's own (it runs on this thread)
+    ks.timed = true;
+    ks.matmul_s = ks.attention_s = 0;
     ForwardRecord f;
     f.T = T;
     f.pos = pos;
@@ -33,7 +37,12 @@ static void on_forward_begin(const int* tokens, int T, int pos, double t_us) {
 }
 
 static void on_forward_end(double t_us) {
-    if (!g_rec.forwards.empty()) g_rec.forwards.back().t1_us = t_us;
+    if (g_rec.forwards.empty()) return;
+    ForwardRecord& f = g_rec.forwards.back();
+    f.t1_us = t_us;
+    KernelScratch& ks = kernel_scratch();
+    f.matmul_us = ks.matmul_s * 1e6;
+    f.attention_us = ks.attention_s * 1e6;
 }
 
 static void on_layer_end(const LayerProbe& p) {
@@ -244,7 +253,8 @@ struct TraceWriter {
         events.push_back(e);
     }
     void forward(const ForwardRecord& f) {
-        span("forward", "forward", f.t0_us, f.t1_us, {{"T", f.T}, {"pos", f.pos}});
+        span("forward", "forward", f.t0_us, f.t1_us,
+             {{"T", f.T}, {"pos", f.pos}, {"weights_ms", f.matmul_us / 1000}, {"attention_ms", f.attention_us / 1000}});
         for (const LayerProbe& l : f.layers)
             span("layer " + std::to_string(l.layer), "layer", l.t0_us, l.t1_us,
                  {{"rms_in", l.rms_in}, {"rms_out", l.rms_out}, {"attn_entropy_bits", l.entropy_bits}});

@@ -44,6 +44,10 @@ struct ForwardRecord {  // one call of forward()
     int T = 0, pos = 0;
     bool prefill = true;  // before the first token of its turn was sampled
     double t0_us = 0, t1_us = 0;
+    // Of that time, the weight products and attention (kernels.h:
+    // KernelScratch's clock): at a long context attention grows with the
+    // cache every step reads, the products do not.
+    double matmul_us = 0, attention_us = 0;
     std::vector<LayerProbe> layers;
 };
 

@@ -28,7 +28,7 @@
 // ---------------------------------------------------------------------------
 // Helpers
 
-// One weight as f32, whatever its storage type (the GPU twin of weight_at).
+// One weight as f32, whatever its storage type (the GPU twin of kernels.h:widen).
 __device__ inline float to_f32(float v) { return v; }
 __device__ inline float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ inline float to_f32(__half v) { return __half2float(v); }

@@ -204,8 +204,9 @@ TEST_CASE("forward_batch: a sequence's logits are bit-identical alone or in a ba
     check_batch_equals_alone("models/tiny", KernelSet::Fast, DType::F32);
 }
 
-TEST_CASE("forward_batch: bit-identical alone or in a batch (models/mha, bf16 cache, scalar and plain kernels)") {
+TEST_CASE("forward_batch: bit-identical alone or in a batch (models/mha, bf16 and q8_0 cache, scalar and plain kernels)") {
     check_batch_equals_alone("models/mha", KernelSet::Fast, DType::BF16);
+    check_batch_equals_alone("models/mha", KernelSet::Fast, DType::Q8_0);
     check_batch_equals_alone("models/mha", KernelSet::Scalar, DType::F32);
     check_batch_equals_alone("models/tiny", KernelSet::Plain, DType::F16);
 }

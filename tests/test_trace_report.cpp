@@ -240,6 +240,11 @@ TEST_CASE("--report and --trace-json on models/tiny: counts, heatmaps, nesting")
     CHECK(n_tokens >= 1);
     CHECK(n_tokens <= 5);
     CHECK(n_decode == n_tokens - 1);  // every sampled token but the last went back in
+    for (auto& f : r.forwards) {  // each forward's time in products and attention, inside its own time
+        CHECK(f.matmul_us > 0);
+        CHECK(f.attention_us > 0);
+        CHECK(f.matmul_us + f.attention_us <= f.t1_us - f.t0_us + 1);
+    }
 
     std::string html = slurp("build/test_report.html");
     CHECK(html.find(with_number("%d tokens in 1 forward call", n_prompt)) != std::string::npos);
@@ -250,6 +255,7 @@ TEST_CASE("--report and --trace-json on models/tiny: counts, heatmaps, nesting")
     CHECK(count(html, "src='data:image/png;base64,") == n_layers * (n_heads + 1));
     CHECK(html.find("<section id='time'>") != std::string::npos);
     CHECK(html.find("<section id='bound'>") != std::string::npos);
+    if (n_decode > 0) CHECK(html.find("Inside a decode step") != std::string::npos);
     // Self-contained: nothing points outside the file (the SVG's xmlns
     // attributes are names, not addresses).
     for (const char* link : {"src='http", "src=\"http", "href='http", "href=\"http", "url(http", "@import", "<link", "<script src"})
