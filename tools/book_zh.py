@@ -18,7 +18,10 @@ more in a row: (x ← y) and (p = 1) are one-letter math, not English), where
   * 附录 A names a chapter, as 第 5 章 does: the letter of an appendix is not English;
   * the glossary's entries (between its GLOSSARY_BEGIN and GLOSSARY_END comments, written
     from book/terms.tsv) are the table itself: each pairs a Chinese term with its English on
-    purpose, so they are not counted; the glossary's own prose is.
+    purpose, so they are not counted; the glossary's own prose is;
+  * the index of terms (book/zh/index-terms.md, which tools/book_index.py writes from
+    book/terms.tsv) is no chapter: a list that gives every term's English beside it on
+    purpose, so it is not counted and takes no part in the median.
 The check fails when the median over the chapters exceeds MAX_MEDIAN.
 
 Usage:
@@ -37,6 +40,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from book_source import ROOT, parse   # noqa: E402  (one parser for the book)
 from book_twin import GLOSSARY_BEGIN, GLOSSARY_END           # noqa: E402
+from book_index import INDEX                                 # noqa: E402  (the generated index)
 
 MAX_MEDIAN = 8
 LATIN = re.compile(r"[A-Za-z]{2}")             # a word, not one letter of a formula (x, T, p)
@@ -97,7 +101,7 @@ def glosses(path):
 
 def chapters(book_dir=None):
     book_dir = book_dir or os.path.join(ROOT, "book")
-    return sorted(glob.glob(os.path.join(book_dir, "zh", "*.md")))
+    return sorted(p for p in glob.glob(os.path.join(book_dir, "zh", "*.md")) if os.path.basename(p) != INDEX)
 
 
 def counts(book_dir=None):
