@@ -15,7 +15,9 @@
 #      code is not), while a comment changed there is no problem;
 #   9. a number changed in a Chinese drawing (its labels are translated, its numbers are not);
 #  10. English glosses in brackets all through the Chinese prose (tools/book_zh.py: the
-#      median over the chapters above 8);
+#      median over the chapters above 8), while the generated index of terms, which gives
+#      every term's English on purpose, and the tables written from the measurement records
+#      (a CPU's name, as data) are not counted;
 # and book_check.py must fail on the first. Then the real book: no problem.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,6 +106,18 @@ out=$($PY tools/book_zh.py --book-dir "$B" 2>&1)
 if grep -q "median of [0-9.]* English glosses" <<<"$out"; then echo "ok    reported: English glosses all through the Chinese prose"
 else echo "FAIL  not reported: English glosses all through the Chinese prose"; echo "$out" | tail -3; ok=0; fi
 rm -rf "$B/zh"; cp -r book/zh "$B/zh"
+for i in $(seq 20); do echo "词元（token）。" >> "$B/zh/index-terms.md"; done
+out=$($PY tools/book_zh.py --book-dir "$B" 2>&1)
+if grep -q "index-terms\|index [0-9]" <<<"$out"; then echo "FAIL  the generated index of terms counted as prose:"; grep "index-terms\|index [0-9]" <<<"$out"; ok=0
+else echo "ok    the generated index of terms is no chapter of prose"; fi
+cp book/zh/index-terms.md "$B/zh/index-terms.md"
+before=$($PY tools/book_zh.py --book-dir "$B" 2>&1 | grep "A-measurements")
+{ echo "<!-- records:begin planted -->"; for i in $(seq 20); do echo "| x | CPU（GenuineIntel, family 6） |"; done
+  echo "<!-- records:end -->"; echo "词元（token）。"; } >> "$B/zh/A-measurements.md"
+after=$($PY tools/book_zh.py --book-dir "$B" 2>&1 | grep "A-measurements")
+if [ "${after##* }" = "$(( ${before##* } + 1 ))" ]; then echo "ok    the tables written from the records are data, the prose after them is counted"
+else echo "FAIL  appendix A with a planted records table and one gloss after it: $before -> $after"; ok=0; fi
+cp book/zh/A-measurements.md "$B/zh/A-measurements.md"
 
 out=$($PY tools/book_twin.py --book-dir "$B" --all 2>&1)
 grep -q "^twin check: 0 problems" <<<"$out" || { echo "FAIL  the restored copy is not clean:"; echo "$out" | tail -5; ok=0; }

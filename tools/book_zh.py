@@ -18,7 +18,13 @@ more in a row: (x ← y) and (p = 1) are one-letter math, not English), where
   * 附录 A names a chapter, as 第 5 章 does: the letter of an appendix is not English;
   * the glossary's entries (between its GLOSSARY_BEGIN and GLOSSARY_END comments, written
     from book/terms.tsv) are the table itself: each pairs a Chinese term with its English on
-    purpose, so they are not counted; the glossary's own prose is.
+    purpose, so they are not counted; the glossary's own prose is;
+  * the tables tools/records.py writes into appendix A from the measurement records (between
+    its "records:begin" and "records:end" marker lines) are data: a CPU as /proc/cpuinfo
+    names it, "(GenuineIntel, family 6 model 207)", is no English written for the reader;
+  * the index of terms (book/zh/index-terms.md, which tools/book_index.py writes from
+    book/terms.tsv) is no chapter: a list that gives every term's English beside it on
+    purpose, so it is not counted and takes no part in the median.
 The check fails when the median over the chapters exceeds MAX_MEDIAN.
 
 Usage:
@@ -37,6 +43,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from book_source import ROOT, parse   # noqa: E402  (one parser for the book)
 from book_twin import GLOSSARY_BEGIN, GLOSSARY_END           # noqa: E402
+from book_index import INDEX                                 # noqa: E402  (the generated index)
+from records import BEGIN as RECORDS_BEGIN, END as RECORDS_END  # noqa: E402  (the generated tables)
 
 MAX_MEDIAN = 8
 LATIN = re.compile(r"[A-Za-z]{2}")             # a word, not one letter of a formula (x, T, p)
@@ -83,6 +91,15 @@ def glosses(path):
     begin = next((k + 1 for k, l in enumerate(lines) if GLOSSARY_BEGIN in l), None)
     end = next((k + 1 for k, l in enumerate(lines) if GLOSSARY_END in l), None)
     kept = [(n, "" if begin and end and begin <= n <= end else line) for n, line in prose]
+    generated = set()                # the lines of the tables written from the records
+    start = None
+    for k, l in enumerate(lines, 1):
+        if RECORDS_BEGIN.match(l):
+            start = k
+        elif l.strip() == RECORDS_END and start is not None:
+            generated.update(range(start, k + 1))
+            start = None
+    kept = [(n, "" if n in generated else line) for n, line in kept]
     # One text, so that a code span or a $$ formula that wraps is cut whole.
     text = "\n".join(line for _, line in kept)
     for pat in (CODE, re.compile(r"\$\$.*?\$\$", re.S), re.compile(r"\$[^$\n]+\$"), URL, APPENDIX):
@@ -97,7 +114,7 @@ def glosses(path):
 
 def chapters(book_dir=None):
     book_dir = book_dir or os.path.join(ROOT, "book")
-    return sorted(glob.glob(os.path.join(book_dir, "zh", "*.md")))
+    return sorted(p for p in glob.glob(os.path.join(book_dir, "zh", "*.md")) if os.path.basename(p) != INDEX)
 
 
 def counts(book_dir=None):

@@ -30,7 +30,8 @@ between marker lines:
     <!-- records:begin Zen 5 -->     ...  <!-- records:end -->   one machine's tables
     <!-- records:begin others -->     ...  <!-- records:end -->   every machine without a section of its own
 Each table gives, per test, the median over the records and the range of every run in them,
-llama.cpp beside Lantern where it was measured.
+llama.cpp beside Lantern where it was measured. How many words of prose the appendix may hold
+is tools/book_limits.py's to check, as for every chapter.
 
 Usage:
   /usr/bin/python3 tools/records.py --check     verify every record and that the tables are current
@@ -54,7 +55,6 @@ FLAGS = ("avx2 fma f16c avx512f avx512bw avx512vl avx512_bf16 avx512_vnni avx512
          "amx_tile amx_bf16 amx_int8 asimd sve").split()
 BEGIN = re.compile(r"^<!-- records:begin (.+?) -->$")
 END = "<!-- records:end -->"
-MAX_PROSE_WORDS = 5000
 # Headings of a diary: a machine measured "again", "a third time", "the next day"... The appendix
 # has one section a machine; a new measurement is a record, not a section.
 DIARY = re.compile(r"\b(again|a (second|third|fourth|fifth) time|the (next|second|third|fourth|fifth) day)\b"
@@ -408,19 +408,6 @@ def generate(text, records, lang):
     return "\n".join(out)
 
 
-def prose_words(text):
-    """English words of a page's prose: without fenced blocks, table rows, HTML comments or headings' marks."""
-    words, fence = 0, False
-    for line in text.split("\n"):
-        if line.startswith("```"):
-            fence = not fence
-            continue
-        if fence or line.lstrip().startswith("|") or line.startswith("<!--"):
-            continue
-        words += len(line.split())
-    return words
-
-
 def check(root=ROOT, write=False):
     """Problems as 'FILE:LINE: what' lines (empty: all is well). With write, the tables are written first."""
     records, problems = read_records(root)
@@ -449,9 +436,6 @@ def check(root=ROOT, write=False):
             n = next((k for k, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b), min(len(old_lines), len(new_lines)))
             problems.append("%s:%d: the tables differ from what the records give (tools/records.py --write "
                             "writes them; edit the records' tools, not the tables)" % (page, n + 1))
-        if lang == "en" and prose_words(new) > MAX_PROSE_WORDS:
-            problems.append("%s: %d words of prose, more than %d (tables and code blocks not counted)"
-                            % (page, prose_words(new), MAX_PROSE_WORDS))
     return problems
 
 
@@ -466,9 +450,6 @@ def main(argv):
             write = True
         elif a == "--check":
             pass
-        elif a == "--words":
-            print(prose_words(open(os.path.join(root, "book/A-measurements.md"), encoding="utf-8").read()))
-            return 0
         else:
             print(__doc__.split("Usage:")[1].strip(), file=sys.stderr)
             return 2
