@@ -67,7 +67,7 @@ HTTPLIB_LIBS  ?= -lcpp-httplib
 # OpenMP is used when the compiler has it (GCC does; clang needs libomp).
 # Without it (or with `make OPENMP=0`) compat/omp.h stands in: every loop runs
 # on one thread and computes the same bits, since no result depends on the
-# thread count (book/11-performance.md).
+# thread count (book/12-performance.md).
 ifeq ($(origin OPENMP),undefined)
 OPENMP := $(shell printf '\043include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n' | \
             $(CXX) -x c++ $(LIB_FLAGS) $(OPENMP_CFLAGS) - -o /dev/null $(OPENMP_LIBS) 2>/dev/null && echo 1 || echo 0)
@@ -86,7 +86,7 @@ endif
 # default wherever the CPU has the instruction (x86 with -march=native, every
 # ARM64) and WebAssembly has none, so the same line would give different bits
 # on different machines. Where the engine wants a fused multiply-add (the
-# fast kernels), it says so: std::fma or an intrinsic (book/19-browser.md).
+# fast kernels), it says so: std::fma or an intrinsic (book/18-browser.md).
 CXXFLAGS ?= -O2 -g
 override CXXFLAGS := -std=c++17 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off -I. $(ARCH) $(THREAD_FLAGS) $(LIB_FLAGS) $(CXXFLAGS)
 LDLIBS   += -lutf8proc -lpcre2-8 $(HTTPLIB_LIBS) -ledit -lpthread
@@ -166,7 +166,7 @@ $(BUILD)/gen_model: tools/gen_model.cpp $(BUILD)/common.o | $(BUILD)
 	$(say) CXX $<
 	$(Q)$(CXX) $(CXXFLAGS) $(DEPFLAGS) -I. -o $@ tools/gen_model.cpp $(BUILD)/common.o
 
-# One matrix product's speed at the 0.5B shapes (not part of `all`; book/11-performance.md).
+# One matrix product's speed at the 0.5B shapes (not part of `all`; book/12-performance.md).
 $(BUILD)/matmul_speed: tools/matmul_speed.cpp $(ENGINE_OBJS) | $(BUILD)
 	$(CXX) $(CXXFLAGS) -I. -o $@ tools/matmul_speed.cpp $(ENGINE_OBJS) $(LDLIBS)
 
@@ -194,7 +194,7 @@ models: $(BUILD)/gen_model
 # The demo: the default model (trained/kjv) answers a prompt through the
 # chat template, sampling with the settings of its generation_config.json,
 # as every run does by default (greedy decoding makes this small model loop:
-# see chapter 14).
+# see chapter 15).
 DEMO_PROMPT ?= Tell me about the flood
 # The setup targets build on every core (the compiler is most of a fresh
 # machine's first minutes); `make` alone builds as make -jN says.
@@ -228,7 +228,7 @@ unit: deps-unit
 test-arm64: deps
 	@bash tests/check_arm64.sh
 
-# Speed (book/11-performance.md): the forward pass on the 0.5B-shaped model
+# Speed (book/12-performance.md): the forward pass on the 0.5B-shaped model
 # (generated once: ~1 GB of random bf16 weights) in four weight types,
 # decode after long contexts beside llama.cpp, then the tokenizer and the
 # server. `./run bench ... --save` keeps a run as a record (book/records/).
@@ -244,7 +244,7 @@ bench: all
 clean:
 	rm -rf $(BUILD) run
 
-# The browser (book/19-browser.md): `make web` builds the engine with
+# The browser (book/18-browser.md): `make web` builds the engine with
 # Emscripten into build/web/ (web/build.sh): index.html, the WebAssembly
 # module, the default model; serve the folder with python3 -m http.server.
 .PHONY: web
@@ -303,7 +303,7 @@ exercise: all
 student-pack: all
 	@/usr/bin/python3 chapters/make_student_pack.py $(BUILD)/student-pack
 
-# The default model (book/14-weights.md): corpus -> tokenizer -> training -> export
+# The default model (book/15-weights.md): corpus -> tokenizer -> training -> export
 # into trained/kjv, with TRAINING.md and the loss curve. MINUTES is the training
 # budget in CPU minutes of one thread (`make train MINUTES=5` for a quick run).
 MINUTES ?= 50

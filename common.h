@@ -74,6 +74,6 @@ uint16_t f32_to_f16(float f);
 // different probability or, rarely, pick a different token. These give the
 // same bits on every machine (plain double arithmetic, no fused
 // multiply-add), within one ulp of the true value (fdlibm's method;
-// tests/test_exp_log.cpp compares them with libm). See book/19-browser.md.
+// tests/test_exp_log.cpp compares them with libm). See book/18-browser.md.
 double lantern_exp(double x);
 double lantern_log(double x);

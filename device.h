@@ -1,5 +1,5 @@
 // device.h — where the forward pass runs: the CPU, or an NVIDIA GPU in a
-// build made with `make cuda` (book/13-cuda.md).
+// build made with `make cuda` (book/14-cuda.md).
 //
 // The command line only records the choice (--device, cli.cpp, into
 // EngineOptions::device); engine_load applies it once (net_cuda.h:

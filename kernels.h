@@ -72,7 +72,7 @@ void matmul_plain(float* out, const float* x, const Mat& W, const float* bias, i
 // Several matrices that multiply the same x, in one pass: q, k and v of a
 // layer; gate and up. Each output gets the bits matmul(out, x, *W, bias, T)
 // would give; a fast set runs all of them in one parallel loop, so the
-// threads meet once instead of once per matrix (book/11-performance.md).
+// threads meet once instead of once per matrix (book/12-performance.md).
 // (MatmulOut, MAX_MATMUL_OUTS: tensor.h)
 void matmul_many(const MatmulOut* outs, int n, const float* x, int T, KernelScratch* scratch = nullptr);
 

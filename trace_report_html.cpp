@@ -73,7 +73,7 @@ static std::string card(const std::string& title, const std::string& big, const 
 // rest (norms, RoPE, SwiGLU, the embedding), for the first and the last
 // decode steps. The products read the same weights every step; attention
 // reads the keys and values of every earlier position, so at a long
-// context it is the part that grows (book/11-performance.md).
+// context it is the part that grows (book/12-performance.md).
 static std::string decode_inside(const Recorder& r) {
     std::vector<const ForwardRecord*> dec;
     for (const ForwardRecord& f : r.forwards)

@@ -3,7 +3,7 @@
 // and for a decode step the keys split into chunks that all threads share
 // (flash decoding). Both use the set's kernels (the tiles' att_scores and
 // att_pv, exp_shift), so every SIMD set gives the same bits
-// (book/06-attention-kv-cache.md, book/11-performance.md).
+// (book/06-attention-kv-cache.md, book/12-performance.md).
 #include "cpu/kernel_sets.h"
 #include <algorithm>
 #include <cmath>

@@ -244,7 +244,7 @@ int cmd_bench(int argc, char** argv) {
     Options o = parse_command("bench", argc, argv);
     std::string path = o.engine.model.empty() ? "models/qwen2.5-0.5b" : o.engine.model;
     // By default the exact fast set, and beside it bf16dot where the CPU
-    // has it: the two sides of the precision trade (book/11-performance.md),
+    // has it: the two sides of the precision trade (book/12-performance.md),
     // with the logit difference between them printed after the table.
     std::vector<std::string> kernels = o.bench_kernels;
     if (kernels.empty()) {

@@ -1,5 +1,5 @@
 // bench_depth.cpp — `./run bench --depth 0,1024,4096`: decode after a long
-// context, beside llama.cpp's `llama-bench -d` (book/11-performance.md).
+// context, beside llama.cpp's `llama-bench -d` (book/12-performance.md).
 //
 // A decode step reads every weight once, and now also the cached keys and
 // values of every earlier position: 2 x layers x depth x kv_dim values. At

@@ -1,6 +1,6 @@
 // cpu/kernel_sets.h — the fast kernels' side of kernels.h: the kernel sets
 // (--kernels), the micro-kernels of each instruction set, and the drivers
-// that run them on every core (book/11-performance.md).
+// that run them on every core (book/12-performance.md).
 //
 // kernels.h is the plain API the forward pass calls; what runs behind it is
 // one table of operations (kernels.h:KernelOps), filled once at start by
@@ -162,7 +162,7 @@ struct SimdKernels {
 // rows sit side by side, the next tile's rows, which come from L3 for the
 // first token group of a block. Into L2 (locality 2), not L1, where the
 // lines would push out what the tile is still reading.
-// (book/11-performance.md, Step 4, measures it; NEON's tiles are not
+// (book/12-performance.md, Step 4, measures it; NEON's tiles are not
 // measured with it and do without.) The AVX2 Q8_0 tile (kernels_avx2.cpp) asks
 // PREFETCH_ROWS rows further down each stripe, into L1, and the block
 // formats' tiles do likewise (quants_avx2.cpp:prefetch_distance). A

@@ -2,7 +2,7 @@
 // arranged for the machine. This file holds what every instruction set
 // shares: the summation order, the threads, the tiles, the Q8_0
 // activations, and the scalar twin. The SIMD micro-kernels live in
-// kernels_avx2.cpp and kernels_avx512.cpp (book/11-performance.md);
+// kernels_avx2.cpp and kernels_avx512.cpp (book/12-performance.md);
 // attention's fast twin, which uses them too, in attention_fast.cpp.
 //
 // Four ideas:
@@ -305,7 +305,7 @@ static size_t x_row_bytes(const Mat& W, bool bf16_x) {
 
 // Groups of equal size, at most `group` tokens each, for n tokens: 8 tokens
 // as 4 + 4, not 6 + 2, since a group of 2 does 2 FMAs per weight loaded
-// where one of 4 does 4 (a serving step of 8 sequences: book/11-performance.md, Step 5).
+// where one of 4 does 4 (a serving step of 8 sequences: book/12-performance.md, Step 5).
 static int equal_group(int n, int group) {
     int groups = (n + group - 1) / group;
     return (n + groups - 1) / groups;
@@ -442,7 +442,7 @@ static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, 
 // Who runs which tile. With a fixed half each, the faster thread waits for
 // the slower at the end of every product, and on a shared machine a core
 // is sometimes taken away for a moment, and the threads then spend a
-// noticeable part of a product waiting in the barrier (book/11-performance.md,
+// noticeable part of a product waiting in the barrier (book/12-performance.md,
 // Step 1). So the work goes to whichever thread is free:
 //   - prefill (bound by arithmetic): one panel of one token block at a time
 //     (below);
@@ -478,7 +478,7 @@ static void run_panel(const MatmulOut& o, int tile0, int tile1, const float* x, 
 // columns (the down projection) would make a group 114 KB, more than L1:
 // there the tile goes over the columns in 5 chunks of 976, each chunk of
 // the group 23 KB, the tile's lanes carried from chunk to chunk
-// (book/11-performance.md, Step 5, measures it). Which operand comes from
+// (book/12-performance.md, Step 5, measures it). Which operand comes from
 // L2 follows the tile's shape (weights_from_l2): a tile that reads more
 // bytes of weights than of activations per step keeps its rows in L1
 // (run_tile) and takes the tokens in blocks of PREFILL_BLOCK_BYTES. The

@@ -2,7 +2,7 @@
 // second the cores read from memory, and how many fused multiply-adds per
 // second they do. Decode reads every weight once per token, so bandwidth /
 // bytes per token is its ceiling; prefill reuses each weight for many
-// tokens, so its ceiling is FLOP/s / FLOPs per token (book/11-performance.md
+// tokens, so its ceiling is FLOP/s / FLOPs per token (book/12-performance.md
 // draws the two as a roofline). And which CPU it was: a speed means nothing
 // without its machine. `./run bench` (bench.cpp:cmd_bench) prints all three
 // before it measures the model.

@@ -2,7 +2,7 @@
 //
 // Why batching decode is nearly free: one decode step of one sequence reads
 // every weight once to multiply it by one vector, so its time is the time to
-// stream the weights from memory (book/11-performance.md). Eight sequences
+// stream the weights from memory (book/12-performance.md). Eight sequences
 // in one step read the same weights once and multiply them by eight vectors:
 // the extra arithmetic hides under the same memory traffic. Attention is
 // the part that does not batch (each sequence reads its own cache), and it

@@ -21,7 +21,7 @@
 // handler thread and the model thread: the Job, the queue's callbacks, the
 // wait for an answer. The HTTP under it, with its limits and deadlines, is
 // server_http.cpp; the API's JSON in and out, server_api.cpp. See
-// book/12-serving.md.
+// book/13-serving.md.
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -18,7 +18,7 @@
 // The limit that remains: a client holding MAX_CONNECTIONS connections
 // makes /health wait, for at most HEAD_DEADLINE_S per connection it holds
 // without sending a request (tests/check_hostile_server.sh shows both).
-// See book/12-serving.md and book/B-untrusted-input.md.
+// See book/13-serving.md and book/B-untrusted-input.md.
 #include "serve/server_http.h"
 #include <algorithm>
 #include <cerrno>

@@ -81,7 +81,7 @@ rm "$B/19-planted.md"
 
 # 7. The table's definition of "Seed" changed, the glossaries not written again.
 sed -i 's/^Seed\t\([^\t]*\)\t\([^\t]*\)\t\([^\t]*\)\tthe starting state/Seed\t\1\t\2\t\3\tthe first state/' "$B/terms.tsv"
-expect "a glossary stale against book/terms.tsv" "15-glossary.md:"
+expect "a glossary stale against book/terms.tsv" "C-glossary.md:"
 cp book/terms.tsv "$B/terms.tsv"
 
 # 8. Chapter 4's quote of matmul_plain in Chinese: its comment reworded is fine, its code

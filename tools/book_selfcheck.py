@@ -175,7 +175,7 @@ def self_test():
         before = check(pages(book), book)
         print("%s  the copy: %s" % ("ok  " if not before else "FAIL", "; ".join(before) or "no problem"))
         ok = not before
-        edit("zh/19-browser.md", r"\n\*\*1\.\*\*.*?</details>\n", "\n",
+        edit("zh/18-browser.md", r"\n\*\*1\.\*\*.*?</details>\n", "\n",
              ["has 2 questions", "2 self-check questions, its English twin"])
         edit("04-kernels.md", r"\n## Check yourself\n.*?(?=\n## )", "",
              ["04-kernels.md:1: no \"## Check yourself\" section"])

@@ -31,7 +31,7 @@ And in the Chinese prose (not in code): no rendering that book/terms.tsv lists u
 
 book/terms.tsv is the one terminology table: one row per term, with its Chinese rendering, the
 renderings to avoid, the chapters that explain it and a definition in each language. Both
-glossaries (book/15-glossary.md and book/zh/15-glossary.md) are written from it, between the
+glossaries (book/C-glossary.md and book/zh/C-glossary.md) are written from it, between the
 GLOSSARY_BEGIN and GLOSSARY_END comments; `--glossary` writes them, the check says when they
 are stale.
 
@@ -334,7 +334,7 @@ def glossary_problems(book_dir, write=False):
         for c in r["chapters"]:
             if not glob.glob(os.path.join(book_dir, "%02d-*.md" % int(c) if c.isdigit() else "%s-*.md" % c)):
                 out.append("book/terms.tsv:%d: \"%s\" names chapter %s, which does not exist" % (r["line"], r["term"], c))
-    for zh, path in ((False, os.path.join(book_dir, "15-glossary.md")), (True, os.path.join(book_dir, "zh", "15-glossary.md"))):
+    for zh, path in ((False, os.path.join(book_dir, "C-glossary.md")), (True, os.path.join(book_dir, "zh", "C-glossary.md"))):
         if not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8") as f:

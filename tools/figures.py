@@ -41,12 +41,12 @@ report.png, a screenshot of the engine's English page, is drawn in English only.
                 distance (tests/test_book.cpp's vectors; chapter 4).
   trace-diff    tools/trace_diff.py on chapter 10's RoPE mutant (built by the chapter's command).
   families      arch.cpp:ARCHS's rows side by side (chapter 17).
-  kvpages       chapter 12's two block tables sharing a prefix, blocks of serve/kv_pages.h.
+  kvpages       chapter 13's two block tables sharing a prefix, blocks of serve/kv_pages.h.
   quant-blocks  Q8_0, Q4_0 and Q4_K byte by byte, sizes from gguf/quants.cpp (chapter 16).
   q4k-scales    Q4_K's twelve bytes of 6-bit scales, bit by bit, as quants.cpp packs them.
-  tile          the register tile of cpu/x86/kernels_avx512.cpp (chapter 11).
-  online-softmax  attention over key blocks in one pass, chapter 11's numbers (chapter 6).
-  warp-sum      cuda/kernels_cuda.cu:warp_sum's five shuffle steps (chapter 13).
+  tile          the register tile of cpu/x86/kernels_avx512.cpp (chapter 12).
+  online-softmax  attention over key blocks in one pass, chapter 12's numbers (chapter 6).
+  warp-sum      cuda/kernels_cuda.cu:warp_sum's five shuffle steps (chapter 14).
   report        book/img/report.png: a --report page in headless Chromium; the PNG keeps the
                 facts it shows, and --check-report PNG tells whether they are still what ./run
                 shows (tests/check_figures.sh).

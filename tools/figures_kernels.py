@@ -13,7 +13,7 @@ from figures_draw import Svg, arrow, box, chapter_has, need, source, tr  # noqa:
 # ----------------------------------------------------------------------------- paged KV cache
 
 def kv_pages_example():
-    """Chapter 12's two requests: A's 40 prompt tokens, B's 37 of which the first 35 are A's.
+    """Chapter 13's two requests: A's 40 prompt tokens, B's 37 of which the first 35 are A's.
     Blocks of serve/kv_pages.h's size; only full blocks are shared (kv_pages.cpp:kv_seq_share)."""
     block = int(need(r"int block = (\d+);", source("serve/kv_pages.h"), "serve/kv_pages.h").group(1))
     a_len, b_len, same = 40, 37, 35
@@ -31,7 +31,7 @@ def kv_pages_example():
 
 def fig_kvpages(out, summary=False):
     block, lens, tables, refs, b_start = kv_pages_example()
-    chapter_has("book/12-serving.md", ["blocks of %d positions" % block, "reads 5: 32-36"], "kvpages")
+    chapter_has("book/13-serving.md", ["blocks of %d positions" % block, "reads 5: 32-36"], "kvpages")
     if summary:
         print("blocks of %d positions" % block)
         for s, t in tables.items():
@@ -42,7 +42,7 @@ def fig_kvpages(out, summary=False):
     cw, bw = 9, 9 * block + 14
     W, H = 60 + pool * bw + 60, 400
     svg = Svg(W, H, tr("A paged KV cache with a shared prefix"),
-              tr("make figures (tools/figures.py kvpages: chapter 12's two requests, blocks of serve/kv_pages.h)"))
+              tr("make figures (tools/figures.py kvpages: chapter 13's two requests, blocks of serve/kv_pages.h)"))
     svg.text(8, 18, tr("Two block tables, one beginning: request B's prompt begins with 35 of A's 40 tokens; blocks of %d positions")
              % block, size=13, weight="bold")
     col = {"A": "#3d72b4", "B": "#d9822b"}
@@ -368,9 +368,9 @@ def online_softmax_steps(s, v, blk):
 
 
 def fig_online_softmax(out, summary=False):
-    s, v, blk = (2, 1, 3), (10, 20, 30), 2       # chapter 11's example
+    s, v, blk = (2, 1, 3), (10, 20, 30), 2       # chapter 12's example
     steps, plain, L = online_softmax_steps(s, v, blk)
-    chapter_has("book/11-performance.md", ["%.3f" % plain, "%.4f" % L, "%.3f" % steps[0][6]], "online-softmax")
+    chapter_has("book/12-performance.md", ["%.3f" % plain, "%.4f" % L, "%.3f" % steps[0][6]], "online-softmax")
     if summary:
         for bs, m, lr, orr, f, l, o in steps:
             print("block %s: m = %g, %s l = %.4f, o = %.3f" % (list(bs), m, "" if f is None else
@@ -379,7 +379,7 @@ def fig_online_softmax(out, summary=False):
         return
     bw_ = 270
     W, H = 20 + len(steps) * (bw_ + 56) + 190, 330
-    svg = Svg(W, H, tr("The online softmax"), tr("make figures (tools/figures.py online-softmax: chapter 11's example)"))
+    svg = Svg(W, H, tr("The online softmax"), tr("make figures (tools/figures.py online-softmax: chapter 12's example)"))
     svg.text(8, 18, tr("Attention over blocks of keys, one pass: scores s = %s, values v = %s, blocks of %d")
              % (str(s), str(v), blk), size=13, weight="bold")
     x, y0 = 20, 56
@@ -420,14 +420,14 @@ def fig_warp_sum(out, summary=False):
     while o > 0:
         offsets.append(o)
         o //= 2
-    rows = [[i + 1 for i in range(lanes)]]     # chapter 13's example: lane i holds i + 1
+    rows = [[i + 1 for i in range(lanes)]]     # chapter 14's example: lane i holds i + 1
     for o in offsets:
         rows.append([rows[-1][i] + rows[-1][i ^ o] for i in range(lanes)])
     if summary:
         for k, o in enumerate(offsets):
             print("step %d (xor %2d): lane 0 holds %d, lane 31 %d" % (k + 1, o, rows[k + 1][0], rows[k + 1][lanes - 1]))
         return
-    chapter_has("book/13-cuda.md", [str(rows[-1][0])] + ["%d" % rows[k][0] for k in range(1, len(rows))], "warp-sum")
+    chapter_has("book/14-cuda.md", [str(rows[-1][0])] + ["%d" % rows[k][0] for k in range(1, len(rows))], "warp-sum")
     cw, rh, x0, y0 = 25, 58, 70, 50
     W, H = x0 + lanes * cw + 20, y0 + len(rows) * rh + 40
     svg = Svg(W, H, tr("A warp's sum in 5 steps"), tr("make figures (tools/figures.py warp-sum: cuda/kernels_cuda.cu:warp_sum)"))

@@ -518,10 +518,11 @@ def fig_families(out, summary=False):
 
 READING = [   # (track, chapter numbers in reading order)
     ("the core: one token through the model", ["02", "03", "04", "05", "06", "07", "08"]),
-    ("seeing and fixing numbers", ["09", "10"]),
-    ("speed", ["11", "13", "16"]),
-    ("serving", ["12"]),
-    ("the weights and the family", ["14", "17"]),
+    ("seeing inside", ["09", "10", "11"]),
+    ("speed", ["12", "14", "16"]),
+    ("serving", ["13"]),
+    ("the weights and the family", ["15", "17"]),
+    ("in the browser", ["18"]),
 ]
 
 
@@ -533,14 +534,15 @@ def fig_reading_path(out, summary=False):
         if m:
             first = next((l for l in source(book + p).split("\n") if l.startswith("# ")), "# " + p)
             titles[m.group(1)] = re.sub(r"^\d+\s*[\u00b7.\u2014:-]?\s*", "", first[2:]).strip()
-    placed = {c for _, cs in READING for c in cs} | {"00", "01", "15"}
+    placed = {c for _, cs in READING for c in cs} | {"00", "01"}
     rest = [c for c in sorted(titles) if c not in placed]
     tracks = [(t, [c for c in cs if c in titles]) for t, cs in READING] + ([("more", rest)] if rest else [])
     if summary:
         for t, cs in tracks:
             print("%s: %s" % (t, " -> ".join("%s %s" % (c, titles[c]) for c in cs)))
         return
-    start = {"seeing and fixing numbers": "05", "speed": "05", "serving": "08", "the weights and the family": "03"}
+    start = {"seeing inside": "05", "speed": "05", "serving": "08", "the weights and the family": "03",
+             "in the browser": "08"}
     core = tracks[0][1]
     bw, bh, gy, cx, tx, gx = 230, 40, 14, 20, 330, 24
     rows, used = {}, -1
@@ -561,7 +563,7 @@ def fig_reading_path(out, summary=False):
         return s.rstrip(" ,:\uff0c\uff1a\u3001") + "\u2026"
     svg = Svg(W, H, tr("Reading paths through the book"), tr("make figures (tools/figures.py reading-path: the chapters' titles)"))
     svg.text(8, 18, tr("Chapter 1 is this map; read the core in order, then any track from the chapter it starts at; "
-             "chapter 15 is the glossary"), size=13, weight="bold")
+             "appendix C is the glossary"), size=13, weight="bold")
     svg.text(cx, 40, tr(tracks[0][0]), size=11, weight="bold", fill="#5c7f9f")
     Y = lambda r: 48 + r * (bh + gy)
     for i, c in enumerate(core):

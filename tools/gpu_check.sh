@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/gpu_check.sh — everything about the CUDA backend that needs a GPU,
-# in one run (book/13-cuda.md, "Observe and verify"). On a machine with an
+# in one run (book/14-cuda.md, "Observe and verify"). On a machine with an
 # NVIDIA GPU and the CUDA toolkit, from the repository root:
 #
 #   bash tools/gpu_check.sh            # ~5 minutes on 16 cores and an H200

@@ -2,7 +2,7 @@
 # How far a variant of the arithmetic moves the model from a baseline: other
 # weights (--quant q8_0, a GGUF file), other kernels (--kernels bf16dot; the
 # default kernels against --kernels plain on a quantized file), another KV
-# type. Chapters 11 and 16 quote it; tools/quant_table.sh uses its first line.
+# type. Chapters 12 and 16 quote it; tools/quant_table.sh uses its first line.
 #   tools/variant_error.sh [-n N] [-p P] BASELINE [FLAGS...] -- VARIANT [FLAGS...]
 #   tools/variant_error.sh models/qwen2.5-0.5b -- models/qwen2.5-0.5b --quant q8_0
 #   tools/variant_error.sh -n 64 q4_0.gguf --kernels plain -- q4_0.gguf

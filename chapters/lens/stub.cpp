@@ -1,4 +1,4 @@
-// chapters/lens/stub.cpp — the logit lens at one depth (book/18-inside-the-prediction.md).
+// chapters/lens/stub.cpp — the logit lens at one depth (book/11-inside-the-prediction.md).
 //
 // `./run lens` and the report's lens panel call lens.cpp:lens_layer once per
 // depth: "what would the model predict if it stopped here?" `make exercise

@@ -1,4 +1,4 @@
-// chapters/q8_0/stub.cpp — your Q8_0 quantizer (book/11-performance.md, "Q8_0").
+// chapters/q8_0/stub.cpp — your Q8_0 quantizer (book/12-performance.md, "Q8_0").
 //
 // --quant q8_0 turns every weight matrix into 8-bit blocks at load, and the
 // fast Q8_0 matmul quantizes each token's activations the same way before

@@ -1,5 +1,5 @@
 // chapters/scheduler/stub.cpp — the batch of one continuous-batching step
-// (book/12-serving.md, "Many users at once: continuous batching").
+// (book/13-serving.md, "Many users at once: continuous batching").
 //
 // `./run serve --parallel N` runs up to N requests together: each step, one
 // batched forward carries one row for every request that is generating and

@@ -1,5 +1,5 @@
 // chapters/tiled-matmul/stub.cpp — a cache-blocked matrix product
-// (book/04-kernels.md, matrix multiplication; book/11-performance.md, "One
+// (book/04-kernels.md, matrix multiplication; book/12-performance.md, "One
 // summation order" and the tiles of steps 4 and 5).
 //
 // kernels.cpp:matmul_plain reads every weight once per token: for a prompt

@@ -1,5 +1,5 @@
 // A correct rope_kernel for chapters/cuda-rope (tests/check_exercises.sh): one thread per pair.
-// chapters/cuda-rope/stub.cpp — RoPE as a CUDA kernel, run on the CPU (book/13-cuda.md).
+// chapters/cuda-rope/stub.cpp — RoPE as a CUDA kernel, run on the CPU (book/14-cuda.md).
 //
 // On the GPU every thread does a little of the work: here, one thread per
 // rotated pair. simt.h runs the kernel's threads one after the other when
