@@ -266,6 +266,7 @@ int cmd_bench(int argc, char** argv) {
     for (const std::string& q : quants)
         types.push_back(q == "none" ? DType::BF16 : q == "file" ? DType::F32 : parse_weight_type("--quant", q));  // quants.h
 
+    std::string commit = o.bench_save.empty() ? "" : record_commit();  // the tree the run starts from
     kernels_init(sets.empty() ? KernelSet::Fast : sets[0], threads);
     printf("cpu        %s\n", cpu_description().c_str());
     printf("machine    %d threads, --kernels fast runs %s here\n", g_kernels.threads,
@@ -312,11 +313,11 @@ int cmd_bench(int argc, char** argv) {
     figures["bandwidth_gbs"] = bw;
     figures["fma_gflops_8"] = peak8;
     figures["fma_gflops_16"] = peak16 > 0 ? nlohmann::ordered_json(peak16) : nlohmann::ordered_json();
-    std::string command = "./run";
+    std::string command = "./run bench";
     for (int i = 0; i < argc; i++) command += std::string(" ") + argv[i];
     auto save = [&] {
         if (o.bench_save.empty()) return;
-        record_append(o.bench_save, command, figures, rec_rows);
+        record_append(o.bench_save, command, commit, figures, rec_rows);
         printf("record     appended to %s\n", o.bench_save.c_str());
     };
     if (lb.bin == "none") lb.why_not = "--llama none";

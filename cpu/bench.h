@@ -46,5 +46,9 @@ void bench_depth(const DepthBench& b, nlohmann::ordered_json& rows);
 // line, so a record changed by hand fails the book check
 // (tools/records.py verifies it). Appended whole: the file is rewritten
 // under a temporary name and renamed (common.h:OutFile).
-void record_append(const std::string& path, const std::string& command, const nlohmann::ordered_json& figures,
-                   const nlohmann::ordered_json& rows);
+void record_append(const std::string& path, const std::string& command, const std::string& commit,
+                   const nlohmann::ordered_json& figures, const nlohmann::ordered_json& rows);
+// The commit the run is measured at: git's short hash, "+changes" when
+// tracked files differ from it, "" outside a git tree. Taken when the run
+// starts (a long run's tree may change before it ends).
+std::string record_commit();

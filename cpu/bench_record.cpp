@@ -71,8 +71,15 @@ static uint64_t fnv1a64(const std::string& s) {
     return h;
 }
 
-void record_append(const std::string& path, const std::string& command, const nlohmann::ordered_json& figures,
-                   const nlohmann::ordered_json& rows) {
+std::string record_commit() {
+    std::string commit = first_line("git rev-parse --short HEAD 2>/dev/null");
+    if (!commit.empty() && !first_line("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+        commit += "+changes";  // built from a tree with uncommitted changes
+    return commit;
+}
+
+void record_append(const std::string& path, const std::string& command, const std::string& commit,
+                   const nlohmann::ordered_json& figures, const nlohmann::ordered_json& rows) {
     nlohmann::ordered_json r;
     char date[32];
     time_t now = time(nullptr);
@@ -84,9 +91,6 @@ void record_append(const std::string& path, const std::string& command, const nl
     r["machine"] = machine_label();
     r["flags"] = isa_flags();
     r["cores"] = std::thread::hardware_concurrency();
-    std::string commit = first_line("git rev-parse --short HEAD 2>/dev/null");
-    if (!commit.empty() && !first_line("git status --porcelain --untracked-files=no 2>/dev/null").empty())
-        commit += "+changes";  // built from a tree with uncommitted changes
     r["commit"] = commit.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(commit);
     r["command"] = command;
     double load = -1;

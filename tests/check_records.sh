@@ -80,6 +80,29 @@ out=$($PY "$tmp/tree/tools/book_check.py" --no-run --chapter "$tmp/tree/book/A-m
 [ $rc = 1 ] && grep -q "transcribed.jsonl:1.*does not verify" <<<"$out"
 check "book_check.py fails on a hand-changed record (exit $rc)" $?
 
+# 6. ./run bench --save, the C++ writer (cpu/bench_record.cpp): its records verify here, a
+# regular run's and a --depth run's, and one figure changed by hand does not.
+for args in "--prompts 4 --decode 2" "--depth 0,8 --decode 2"; do
+    ./run bench models/tiny --quant bf16 --kernels fast --reps 1 --llama none $args --save "$tmp/b.jsonl" >"$tmp/bench.out" 2>&1
+    check "./run bench $args --save runs (models/tiny: make models)" $?
+done
+$PY - "$tmp/b.jsonl" >"$tmp/v.out" 2>&1 <<'EOF'
+import json, sys; sys.path.insert(0, "tools")
+import records
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, lines
+for line in lines:
+    assert not isinstance(records.verify_line(line), str), records.verify_line(line)
+    r = json.loads(line)
+    assert r["tool"] == "run bench" and r["command"].startswith("./run bench models/tiny"), r["command"]
+    assert any(row["test"].startswith("tg2") for row in r["rows"]), r["rows"]
+assert any(row["test"] == "tg2@d8" for row in json.loads(lines[1])["rows"])
+EOF
+check "... its two records verify with tools/records.py" $?
+sed -i '1s/"tok_s":\([0-9]\)/"tok_s":9\1/' "$tmp/b.jsonl"
+$PY -c 'import sys; sys.path.insert(0, "tools"); import records; sys.exit(not isinstance(records.verify_line(open(sys.argv[1]).readline().rstrip("\n")), str))' "$tmp/b.jsonl"
+check "... and a figure changed by hand in one does not" $?
+
 echo "== the tree"
 $PY tools/records.py --check; check "the committed records and tables" $?
 summary
