@@ -221,10 +221,11 @@ static void decode_chunk(float* part, size_t part_stride, float* scores, const f
     t.o.assign((size_t)group * head_dim, 0.0f);
     for (int j0 = j_begin; j0 < j_end; j0 += ATT_BLOCK) {
         int nb = std::min(ATT_BLOCK, j_end - j0);
-        // The next block's key and value rows asked for now, so they are on
-        // their way from memory while this block computes: a long context's
-        // cache is far larger than the caches, and each row is read once.
-        for (int j = j0 + ATT_BLOCK; j < std::min(j_end, j0 + 2 * ATT_BLOCK); j++)
+        // The next block's key and value rows asked for now (past the chunk
+        // too), so they are on their way from memory while this block
+        // computes: a long context's cache is far larger than the caches,
+        // and each row is read once.
+        for (int j = j0 + ATT_BLOCK; j < std::min(n, j0 + 2 * ATT_BLOCK); j++)
             for (size_t b = 0; b < head_bytes; b += 64) {
                 __builtin_prefetch(K_in.at(j) + off_in + b);
                 __builtin_prefetch(V_in.at(j) + off_in + b);
@@ -304,7 +305,9 @@ static void attention_decode(float* out, float* scores, const float* q, const KV
     #pragma omp parallel
     {
         DecodeTask t;
-        #pragma omp for schedule(dynamic)
+        // Each thread a run of consecutive tasks (static), a chunk's KV heads
+        // one after the other: its rows come from memory once, in order.
+        #pragma omp for schedule(static)
         for (int task = 0; task < n_kv_heads * n_chunks; task++) {
             int g = task % n_kv_heads, c = task / n_kv_heads, h0 = g * group;
             decode_chunk(parts + h0 * per_head + (size_t)c * (head_dim + 2), per_head,
