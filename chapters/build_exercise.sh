@@ -45,7 +45,7 @@ attention    kernels.cpp          attention_head_plain
 bpe          tokenizer.cpp        bpe_word
 rng          sampler.cpp          rng_next rng_uniform sample_roulette
 top-p        sampler.cpp          apply_top_p
-q8_0         gguf/quants.cpp      quantize_row_q8_0
+q8_0         kernels.cpp          quantize_row_q8_0
 tiled-matmul kernels.cpp          matmul_plain
 layer        net.cpp              decoder_layer
 scheduler    serve/scheduler.cpp  plan_step

@@ -1,15 +1,16 @@
 // chapters/q8_0/stub.cpp — your Q8_0 quantizer (book/12-performance.md, "Q8_0").
 //
-// --quant q8_0 turns every weight matrix into 8-bit blocks at load, and the
+// --quant q8_0 turns every weight matrix into 8-bit blocks at load, the
 // fast Q8_0 matmul quantizes each token's activations the same way before
-// multiplying. Both call this one function. `make exercise EX=q8_0` builds
-// this file into the engine in place of quants.cpp's quantize_row_q8_0 and
+// multiplying, and --kv-type q8_0 stores the KV cache's rows so. All call
+// this one function. `make exercise EX=q8_0` builds
+// this file into the engine in place of kernels.cpp's quantize_row_q8_0 and
 // checks it.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include "common.h"
-#include "gguf/quants.h"
+#include "kernels.h"
 
 // TODO(student): quantize one row of n floats (n a multiple of 32) into
 // n / 32 blocks of 34 bytes (Q8_BLOCK = 32, Q8_BLOCK_BYTES = 34), GGUF's
