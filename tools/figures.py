@@ -499,6 +499,69 @@ def fig_kvcache(out, summary=False):
     svg.save(os.path.join(out, "fig-kvcache.svg"))
 
 
+# ----------------------------------------------------------------------------- decode at depth
+
+DEPTH_RECORDS = "book/records/bench.jsonl"
+
+
+def depth_series():
+    """{(engine, kv): {depth: median tok/s}} of the decode rows after a context (tgN@dD, and tgN of the
+    same runs at depth 0) in the records ./run bench --depth --save wrote; and the machines they ran on."""
+    runs, machines = {}, set()
+    path = os.path.join(ROOT, DEPTH_RECORDS)
+    if not os.path.exists(path):
+        return {}, machines
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            rows = [x for x in r["rows"] if x["test"].startswith("tg") and x.get("tok_s")]
+            if not any("@d" in x["test"] for x in rows):
+                continue  # not a --depth run
+            machines.add(r["machine"])
+            for x in rows:
+                runs.setdefault((x["engine"], x.get("kv") or "f32"), {}).setdefault(x["depth"], []).append(x["tok_s"])
+    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
+    return {k: {d: med(v) for d, v in by.items()} for k, by in runs.items()}, machines
+
+
+def fig_depth(out, summary=False):
+    series, machines = depth_series()
+    if summary:
+        for (engine, kv), by in sorted(series.items()):
+            print("%-10s KV %-5s %s" % (engine, kv, "  ".join("d%d %.1f" % (d, v) for d, v in sorted(by.items()))))
+        return
+    depths = sorted({d for by in series.values() for d in by})
+    top = max([v for by in series.values() for v in by.values()] + [1])
+    W, H, x0, y0, pw, ph = 800, 420, 80, 50, 520, 290
+    X = lambda i: x0 + (i + 0.5) * pw / max(1, len(depths))
+    Y = lambda v: y0 + ph - v / (top * 1.1) * ph
+    svg = Svg(W, H, tr("Decode speed after a context"), tr("make figures (tools/figures.py depth, from %s)") % DEPTH_RECORDS)
+    svg.text(8, 18, tr("Decode after a context of each length: %s, 2 threads, bf16 weights") % ", ".join(sorted(machines)),
+             size=13, weight="bold")
+    for k in range(0, int(top * 1.1) + 1, 5):
+        svg.line(x0, Y(k), x0 + pw, Y(k), "#e4e4e4")
+        svg.text(x0 - 6, Y(k) + 4, "%d" % k, size=11, anchor="end")
+    for i, d in enumerate(depths):
+        svg.text(X(i), y0 + ph + 16, "{:,}".format(d), size=11, anchor="middle")
+    svg.text(x0 + pw / 2, y0 + ph + 36, tr("tokens already in the KV cache (depth)"), size=12, anchor="middle")
+    svg.text(22, y0 + ph / 2, tr("decode tok/s"), size=12, anchor="middle", rotate=-90)
+    colours = {"lantern": "#1f5fa0", "llama.cpp": "#c0504d"}
+    dash = {"f16": "", "q8_0": " stroke-dasharray='6,4'"}
+    ly = y0
+    for (engine, kv), by in sorted(series.items()):
+        pts = [(X(depths.index(d)), Y(v)) for d, v in sorted(by.items())]
+        for (ax, ay), (bx, by_) in zip(pts, pts[1:]):
+            svg.line(ax, ay, bx, by_, colours.get(engine, "#555"), 2, dash.get(kv, ""))
+        for px, py in pts:
+            svg.add("<circle cx='%.1f' cy='%.1f' r='4' fill='%s'/>" % (px, py, colours.get(engine, "#555")))
+        svg.line(x0 + pw + 16, ly + 6, x0 + pw + 46, ly + 6, colours.get(engine, "#555"), 2, dash.get(kv, ""))
+        svg.text(x0 + pw + 52, ly + 10, tr("%s, KV cache %s") % ("Lantern" if engine == "lantern" else engine, kv), size=11)
+        ly += 20
+    svg.text(x0, H - 26, tr("medians of the records; each point: the same weights, threads and cache type for both engines"),
+             size=11, fill="#555")
+    svg.save(os.path.join(out, "fig-depth.svg"))
+
+
 # ----------------------------------------------------------------------------- the batch
 
 BATCH_TRACE = os.path.join(ROOT, "book", "img", "data", "serve-trace-kjv.json")
@@ -594,6 +657,7 @@ FIGURES = {
     "rope": fig_rope,
     "gqa": fig_gqa,
     "kvcache": fig_kvcache,
+    "depth": fig_depth,
     "batch": fig_batch,
     "reading-path": fm.fig_reading_path,
     "load": fm.fig_load,

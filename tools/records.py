@@ -315,21 +315,23 @@ def machine_tables(records, machine, lang):
         lantern, llama = {}, {}
         for r in bench:
             for x in r["rows"]:
+                kv = x.get("kv") if x.get("kv") not in (None, "f32") else ""  # a cheaper KV cache: a row of its own
                 if x["engine"] == "lantern":
                     k = (x["test"], x.get("weights") or "", x.get("kernels") or "", x.get("threads") or 0,
-                         x.get("variant") or "")
+                         x.get("variant") or "", kv)
                     lantern.setdefault(k, []).append((x["tok_s"], x.get("runs")))
                 else:
-                    k = (x["test"], x.get("weights") or "", llama_build(x), x.get("threads") or 0, x.get("variant") or "")
+                    k = (x["test"], x.get("weights") or "", llama_build(x), x.get("threads") or 0, x.get("variant") or "",
+                         kv)
                     llama.setdefault(k, []).append((x["tok_s"], x.get("runs")))
         out += [(w["bench"] % (machine, len(bench))).replace(" 1 records.", " 1 record."), "",
                 "| %s | %s | %s | %s | %s | %s | %s | %s |" % (w["test"], w["weights"], w["kernels"], w["threads"],
                                                                 w["records"], w["lantern"], w["llama"], w["ratio"]),
                 "|---|---|---|---:|---:|---:|---:|---:|"]
-        for k in sorted(lantern, key=lambda k: (k[4] != "", k[4], test_key(k[0]), k[1], k[2], k[3])):
-            test, weights, kernels, threads, variant = k
+        for k in sorted(lantern, key=lambda k: (k[4] != "", k[4], test_key(k[0]), k[5], k[1], k[2], k[3])):
+            test, weights, kernels, threads, variant, kv = k
             mine = lantern[k]
-            theirs = llama.get((test, weights, llama_build({"kernels": kernels}), threads, variant), [])
+            theirs = llama.get((test, weights, llama_build({"kernels": kernels}), threads, variant, kv), [])
             if variant:
                 kernels = (kernels or w["kernels_default"]) + w["then"] + (VARIANTS_ZH.get(variant, variant) if lang == "zh"
                                                                             else variant)
@@ -337,7 +339,8 @@ def machine_tables(records, machine, lang):
             if theirs:
                 ratio = "%.2fx" % (statistics.median(v for v, _ in mine) / statistics.median(v for v, _ in theirs))
             out.append("| %s | %s | %s | %s | %d | %s | %s | %s |" % (
-                test, weights or "—", kernels or w["kernels_default"], threads or "—", len(mine), cell(mine),
+                test + (", KV " + kv if kv else ""), weights or "—", kernels or w["kernels_default"], threads or "—",
+                len(mine), cell(mine),
                 cell(theirs) + (w["llama_avx2"] if theirs and kernels and "avx2" in kernels else ""), ratio))
         out.append("")
     if serve:

@@ -48,7 +48,12 @@ run_as() {  # run_as base|var COMMAND ARGS...  (COMMAND: fwd or "" for generate)
     else ./run "${s[0]}" "$@" "${s[@]:1}"; fi
 }
 
-tokens=$(seq 1 "$p" | awk '{ printf "%s%d", (NR > 1 ? "," : ""), ($1 * 7919 + 104729) % 151000 }')
+# P token ids spread over the vocabulary (a folder's config.json says how large it is; 151,000 is
+# within Qwen's, for a GGUF file).
+vocab=$(/usr/bin/python3 -c 'import json, os, sys
+f = os.path.join(sys.argv[1], "config.json")
+print(min(151000, json.load(open(f))["vocab_size"]) if os.path.isfile(f) else 151000)' "${base[0]}")
+tokens=$(seq 1 "$p" | awk -v v="$vocab" '{ printf "%s%d", (NR > 1 ? "," : ""), ($1 * 7919 + 104729) % v }')
 declare -A what=([base]=baseline [var]=variant)
 for s in base var; do
     run_as $s fwd --tokens "$tokens" --all --dump "$tmp/$s.bin" >"$tmp/log" 2>&1 ||
