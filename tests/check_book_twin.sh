@@ -90,7 +90,7 @@ sed -i '/^```cpp quote-of: kernels.cpp:matmul_plain/,/^```$/s#^\(for (int t = 0;
 out=$($PY tools/book_twin.py --book-dir "$B" --all 2>&1)
 if grep -q "zh/04-kernels.md" <<<"$out"; then echo "FAIL  a translated comment reported as a difference:"; grep "zh/04" <<<"$out"; ok=0
 else echo "ok    a comment reworded in Chinese is no difference"; fi
-sed -i '/^```cpp quote-of: kernels.cpp:matmul_plain/,/^```$/s#sum += (double)weight_at#sum += (float)weight_at#' "$B/zh/04-kernels.md"
+sed -i '/^```cpp quote-of: kernels.cpp:matmul_plain/,/^```$/s#sum += (double)widen#sum += (float)widen#' "$B/zh/04-kernels.md"
 expect "a line of quoted code changed in Chinese" "zh/04-kernels.md:"
 cp book/zh/04-kernels.md "$B/zh/04-kernels.md"
 
