@@ -38,6 +38,6 @@
 // in the thousands: softmax must subtract the largest score before exp().
 void attention_head_plain(float* out, float* scores, const float* q, const uint8_t* keys, const uint8_t* values,
                     size_t stride, DType kv_type, int n, int head_dim) {
-    for (int i = 0; i < head_dim; i++) out[i] = 0.0f;  // the stub: no attention at all
+    for (int d = 0; d < head_dim; d++) out[d] = 0.0f;  // the stub: no attention at all
     for (int j = 0; j < n; j++) scores[j] = 0.0f;
 }
