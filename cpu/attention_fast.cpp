@@ -187,8 +187,9 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
 // are split instead, as flash decoding splits them on a GPU (Dao et al.,
 // 2023): into chunks of ATT_CHUNK keys, fixed by the code. One task is one
 // KV head's chunk, for every query head of its group: each key row is
-// loaded once and scored against all of them (the set's dot, widening f16
-// and bf16 inside), the values are added the same way (axpy), and the task
+// loaded once a tile and scored against all of them (the set's float tile,
+// widening f16 and bf16 inside), each value row added once for all of them
+// (att_pv), and the task
 // leaves, per query, the partial softmax of its chunk:
 //   m_c = max_j s_j,   l_c = sum_j exp(s_j - m_c),   o_c = sum_j exp(s_j - m_c) v_j
 // (within the chunk, blocks of ATT_BLOCK keys with the online softmax's
@@ -241,9 +242,9 @@ static void decode_chunk(float* part, size_t part_stride, float* scores, const f
             V = widen_rows(V_in, off_in, j0, nb, head_dim, t.vf);
             off = 0, type = DType::F32, kj = 0;
         }
-        // The scores as the float matmul's tiles compute a product (k.tile:
-        // the dot's order, so the same bits as k.dot): tile_rows keys by up
-        // to tile_tokens queries of the group, each key row read once a tile.
+        // The scores as the float matmul's tiles compute a product (k.tile,
+        // one order in every set): tile_rows keys by up to tile_tokens
+        // queries of the group, each key row read once a tile.
         for (int j = 0; j < nb; j += k.tile_rows) {
             const uint8_t* w[MAX_TILE];
             for (int r = 0; r < k.tile_rows; r++) w[r] = K.at(kj + std::min(j + r, nb - 1)) + off;  // past the end: a repeat, unused

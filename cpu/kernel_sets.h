@@ -96,7 +96,6 @@ struct SimdKernels {
     // same order and bits (cpu/kernel_sets.cpp:goes_to_quants chooses)
     void (*tile_q8)(const uint8_t* const* w, const uint8_t* const* x, int n_tokens, int n_blocks,
                     float out[MAX_TILE][MAX_TILE]);
-    float (*dot)(const float* a, const uint8_t* b, DType bt, int n);  // one attention score
     // y += alpha[j] * x_j for the rows j = 0..n_rows-1 of x, `stride` bytes apart, each element
     // in order of j (one fma per row): the weighted sum of attention's value rows, a block at a time
     void (*axpy)(float* y, const float* alpha, const uint8_t* x, size_t stride, DType xt, int n_rows, int n);

@@ -543,7 +543,7 @@ TEST_CASE("quantize_row_q8_0_fast: bitwise equal to quantize_row_q8_0, halves, z
     CHECK(differ == 0);
 }
 
-TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set bitwise equal to the scalar twin, and plain within the bound") {
+TEST_CASE("attention's axpy (KV value rows in f32, f16, bf16): every SIMD set bitwise equal to the scalar twin, and plain within the bound") {
     std::mt19937 rng(11);
     std::vector<KernelSet> sets = simd_sets();
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
@@ -551,16 +551,10 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
             std::string type = dtype_name(dt);
             CAPTURE(type);
             CAPTURE(n);
-            std::vector<float> a = random_vec(n, rng);
             TestMat B = random_mat(dt, 1, n, rng);  // one row in the cache's type
             std::vector<float> b(n);
             mat_row_to_f32(B.m, 0, b.data());
-            double abs_sum = 0;
-            for (int i = 0; i < n; i++) abs_sum += std::fabs((double)a[i] * b[i]);
             const uint8_t* row = (const uint8_t*)B.m.data;
-            float plain = vec_dot_plain(a.data(), row, dt, n);
-            float scalar = SCALAR_KERNELS.dot(a.data(), row, dt, n);
-            CHECK(std::fabs((double)scalar - plain) <= (n / 16 + 5) * U * abs_sum + U * std::fabs(plain));
             std::vector<float> y0 = random_vec(n, rng), yp = y0, ys = y0;
             float alpha = 0.37f;
             vec_axpy_plain(yp.data(), alpha, row, dt, n);
@@ -580,8 +574,6 @@ TEST_CASE("attention's dot and axpy (KV rows in f32, f16, bf16): every SIMD set 
                 const SimdKernels& k = simd_table(set);
                 std::string name = k.name;
                 CAPTURE(name);
-                float fast = k.dot(a.data(), row, dt, n);
-                CHECK(std::memcmp(&fast, &scalar, 4) == 0);
                 std::vector<float> yf = y0;
                 k.axpy(yf.data(), &alpha, row, 0, dt, 1, n);
                 CHECK(bitwise_equal(yf, ys));

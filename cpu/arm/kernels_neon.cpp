@@ -183,28 +183,7 @@ static void tile_q8_neon(const uint8_t* const* w, const uint8_t* const* x, int n
     else tile_q8_n(w, x, 1, n_blocks, out);
 }
 
-// Attention: q . k for one key (the float rule, 16 lanes), and y += alpha * v
-// (element by element: one fma each, no order question).
-INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
-    float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
-    for (int i = 0; i < n; i += 16) {
-        float32x4_t av[4], bv[4];
-        if (i + 16 <= n) {
-            load16(DType::F32, a, i, av);
-            load16(dt, b, i, bv);
-        } else {
-            load16_tail(DType::F32, a, i, n, av);
-            load16_tail(dt, b, i, n, bv);
-        }
-        for (int j = 0; j < 4; j++) acc[j] = vfmaq_f32(acc[j], av[j], bv[j]);
-    }
-    return hsum16(acc);
-}
-static float dot_neon(const float* a, const uint8_t* b, DType bt, int n) {
-    if (bt == DType::BF16) return dot_dt(DType::BF16, a, b, n);
-    if (bt == DType::F16) return dot_dt(DType::F16, a, b, n);
-    return dot_dt(DType::F32, a, b, n);
-}
+// Attention: y += alpha * v (element by element: one fma each, no order question).
 
 static void axpy_row(float* y, float alpha, const uint8_t* x, DType xt, int n) {
     float32x4_t a = vdupq_n_f32(alpha);
@@ -257,7 +236,7 @@ const SimdKernels NEON_KERNELS = {
 #else
     "neon",
 #endif
-    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, dot_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
+    ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
     nullptr, nullptr,
     nullptr, 0, 0, 0, false,  // the block formats: the reference (quants.cpp:dot_quant_q8); no NEON tiles yet
     nullptr, false, nullptr};

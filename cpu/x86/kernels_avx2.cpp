@@ -336,28 +336,7 @@ static void tile_q8_avx2(const uint8_t* const* w, const uint8_t* const* x, int n
     else tile_q8_one(w, x[0], n_blocks, out);
 }
 
-// Attention: q . k for one key, and y += alpha * v.
-INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
-    __m256 lo = _mm256_setzero_ps(), hi = lo;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(dt, b, i), lo);
-        hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(dt, b, i + 8), hi);
-    }
-    if (i < n) {
-        __m256 al, ah, bl, bh;
-        load16_tail(DType::F32, a, i, n, al, ah);
-        load16_tail(dt, b, i, n, bl, bh);
-        lo = _mm256_fmadd_ps(al, bl, lo);
-        hi = _mm256_fmadd_ps(ah, bh, hi);
-    }
-    return hsum16(lo, hi);
-}
-static float dot_avx2(const float* a, const uint8_t* b, DType bt, int n) {
-    if (bt == DType::BF16) return dot_dt(DType::BF16, a, b, n);
-    if (bt == DType::F16) return dot_dt(DType::F16, a, b, n);
-    return dot_dt(DType::F32, a, b, n);
-}
+// Attention: y += alpha * v.
 
 // The value rows of a block into y: up to 8 registers of y (64 values)
 // stay in registers while all the rows go by, instead of a load and a store
@@ -476,7 +455,7 @@ static void exp_shift_avx2(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
-                                  tile_avx2, tile_q8_avx2, dot_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr,
+                                  tile_avx2, tile_q8_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr,
                                   att_scores_avx2, nullptr,
                                   quant_tile_avx2, A2_ROWS, A2_DECODE_ROWS, A2_TOKENS, false,
                                   packed_group_avx2, false, tile_chunk_avx2};

@@ -174,23 +174,7 @@ static void tile_chunk_avx512(DType dt, const uint8_t* const* w, const float* co
 // the bits of this file's order) with 8-row decode tiles and prefetch;
 // cpu/kernel_sets.cpp:goes_to_quants sends Q8_0 there when a set's tile_q8 is empty.
 
-// Attention: q . k for one key, and y += alpha * v.
-INLINE float dot_dt(DType dt, const float* a, const uint8_t* b, int n) {
-    __m512 acc = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), load16(dt, b, i), acc);
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        acc = _mm512_fmadd_ps(load16(DType::F32, a, i, m), load16(dt, b, i, m), acc);
-    }
-    return hsum(acc);
-}
-static float dot_avx512(const float* a, const uint8_t* b, DType bt, int n) {
-    if (bt == DType::BF16) return dot_dt(DType::BF16, a, b, n);
-    if (bt == DType::F16) return dot_dt(DType::F16, a, b, n);
-    return dot_dt(DType::F32, a, b, n);
-}
-
+// Attention: y += alpha * v, a block of value rows at a time.
 // The value rows of a block into y: up to 8 registers of y (128 values)
 // stay in registers while all the rows go by, instead of a load and a store
 // of y per row. Each element is still one fma per row, in order of rows.
@@ -458,12 +442,12 @@ static void exp_shift_avx512(float* x, float m, int n) {
 #endif
 
 const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
-                                    tile_avx512, nullptr, dot_avx512, axpy_avx512, exp_shift_avx512,
+                                    tile_avx512, nullptr, axpy_avx512, exp_shift_avx512,
                                     nullptr, nullptr, att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
                                     packed_group_avx512, true, tile_chunk_avx512};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
-                                            tile_avx512, nullptr, dot_avx512, axpy_avx512,
+                                            tile_avx512, nullptr, axpy_avx512,
                                             exp_shift_avx512, round_bf16_avx512, tile_bf16dot,
                                             att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
