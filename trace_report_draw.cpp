@@ -371,3 +371,35 @@ std::string section_graph(const Recorder& r) {
            ". Here is its source; paste it into any Graphviz viewer, or write it with <code>--graph FILE.dot</code>.</p><pre class='dot'>" +
            esc(dot) + "</pre></section>";
 }
+
+// Where a decode step's time goes: the weight products, attention, and the
+// rest (norms, RoPE, SwiGLU, the embedding), for the first and the last
+// decode steps. The products read the same weights every step; attention
+// reads the keys and values of every earlier position, so at a long
+// context it is the part that grows (book/12-performance.md).
+std::string decode_inside(const Recorder& r) {
+    std::vector<const ForwardRecord*> dec;
+    for (const ForwardRecord& f : r.forwards)
+        if (!f.prefill && f.T == 1) dec.push_back(&f);
+    if (dec.empty()) return "";
+    auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+    auto row = [&](const char* what, size_t a, size_t b) {  // decode steps a .. b-1
+        std::vector<double> w, at, all;
+        for (size_t i = a; i < b; i++) {
+            w.push_back(dec[i]->matmul_us / 1000), at.push_back(dec[i]->attention_us / 1000);
+            all.push_back((dec[i]->t1_us - dec[i]->t0_us) / 1000);
+        }
+        double mw = med(w), ma = med(at), mall = med(all);
+        return strprintf("<tr><th>%s (positions %d&ndash;%d)</th><td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td><td>%.2f ms</td>"
+                         "<td>%.0f%%</td></tr>", what, dec[a]->pos, dec[b - 1]->pos, mall, mw, ma,
+                         std::max(0.0, mall - mw - ma), mall > 0 ? 100 * ma / mall : 0);
+    };
+    size_t n = dec.size(), k = std::max<size_t>(1, std::min<size_t>(8, n / 2));
+    std::string s = "<h3>Inside a decode step</h3><table class='grid-t'><tr><th>decode steps (medians)</th><th>step</th>"
+                    "<th>weight products</th><th>attention</th><th>the rest</th><th>attention's share</th></tr>";
+    s += row("the first", 0, k);
+    if (n > k) s += row("the last", n - k, n);
+    return s + "</table><p class='dim'>Every step reads every weight once, so the products take the same time at any "
+               "position; attention reads the cached keys and values of every earlier position, so it grows with the "
+               "context. <code>./run bench --depth 0,4096</code> measures decode after a long context.</p>";
+}

@@ -1,5 +1,6 @@
-// trace_report_draw.h — text, SVG and PNG helpers and the graph section of
-// the --report page (trace_report_draw.cpp); only trace_report_html.cpp uses them.
+// trace_report_draw.h — text, SVG and PNG helpers, the graph section and the
+// decode-step table of the --report page (trace_report_draw.cpp); only
+// trace_report_html.cpp uses them.
 #pragma once
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ std::string heat_legend_svg();
 std::string timeline_svg(const Recorder& r, double t0, double t1, const char* title);
 // One bar per forward call.
 std::string forward_bars_svg(const Recorder& r);
+// A table: the first and last decode steps' time in the weight products,
+// attention and the rest (ForwardRecord's clock).
+std::string decode_inside(const Recorder& r);
 // Serving: the batch of every scheduler step, steps along x, slots along y,
 // each cell coloured by phase and labelled with its request.
 const int MAX_BATCH_STEPS = 1500;

@@ -331,12 +331,9 @@ int cmd_bench(int argc, char** argv) {
         std::string gguf;
         if (lb.why_not.empty() && keep && is_gguf_path(path)) gguf = path;
         else if (lb.why_not.empty()) gguf = gguf_for(path, keep ? w.original.back().dtype : types[0], lb.why_not);
-        DepthBench b{&m, o.bench_depths, n_decode, reps, g_kernels.threads, weight_bytes(w), bw, kv_name, lb, gguf};
+        DepthBench b{&m, o.bench_depths, n_decode, reps, g_kernels.threads, weight_bytes(w), bw, kv_type, kv_name,
+                     keep ? "file" : quants[0], kernel_path_name(), lb, gguf};
         bench_depth(b, rec_rows);
-        for (auto& r : rec_rows) {
-            r["weights"] = keep ? "file" : quants[0];
-            r["kernels"] = r["engine"] == "lantern" ? nlohmann::ordered_json(kernel_path_name()) : nlohmann::ordered_json();
-        }
         save();
         return 0;
     }
@@ -467,17 +464,8 @@ int cmd_bench(int argc, char** argv) {
                     else printf(" %9s %7s", "-", "-");
                 printf(" %9.0f\n", status_mb("VmRSS"));
                 auto rec = [&](const char* engine, const std::string& test, const std::vector<double>& runs) {
-                    nlohmann::ordered_json r;
-                    r["engine"] = engine;
-                    r["test"] = test;
-                    r["depth"] = 0;
-                    r["weights"] = label;
-                    r["kv"] = kv_name;
-                    r["kernels"] = engine[0] == 'l' && engine[1] == 'a' ? nlohmann::ordered_json() : nlohmann::ordered_json(kernel_path_name());
-                    r["threads"] = g_kernels.threads;
-                    r["tok_s"] = runs.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(runs));
-                    r["runs"] = runs;
-                    return r;
+                    bool ours = strcmp(engine, "lantern") == 0;
+                    return record_row(engine, test, 0, label, kv_name, ours ? kernel_path_name() : "", g_kernels.threads, runs);
                 };
                 for (size_t i = 0; i < prompts.size(); i++) {
                     rec_rows.push_back(rec("lantern", "pp" + std::to_string(prompts[i]), row.pp_runs[i]));

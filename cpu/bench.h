@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
+#include "common.h"
 
 // llama.cpp's llama-bench, measured in the same run (tools/build_llama_bench.sh
 // builds it). why_not: empty when it can run.
@@ -32,12 +33,14 @@ struct DepthBench {
     int n_decode, reps, threads;
     double weight_bytes;       // every matrix a decode step reads
     double bandwidth_gbs;      // the machine's read bandwidth (bench.cpp)
-    std::string kv_name;       // --kv-type as llama-bench's -ctk/-ctv take it
+    DType kv_type;             // --kv-type
+    std::string kv_name;       // the same as llama-bench's -ctk/-ctv take it: "f16"
+    std::string weights, kernels;  // the weight type and kernel set measured, for the records
     LlamaBench lb;
     std::string gguf;          // the same weights for llama-bench, or "" (not measured)
 };
 // Decode speed after a context of each depth, beside llama.cpp's `-d`:
-// prints the table and adds its rows to `rows` (bench_record.h's form).
+// prints the table and adds its rows to `rows` (record_row's form).
 void bench_depth(const DepthBench& b, nlohmann::ordered_json& rows);
 
 // A measurement record (book/records/*.jsonl, one JSON object a line): the
@@ -46,6 +49,11 @@ void bench_depth(const DepthBench& b, nlohmann::ordered_json& rows);
 // line, so a record changed by hand fails the book check
 // (tools/records.py verifies it). Appended whole: the file is rewritten
 // under a temporary name and renamed (common.h:OutFile).
+// One row of a record: an engine's runs of one test (tok/s each); its
+// median is the row's tok_s. kernels "": llama.cpp's row (null).
+nlohmann::ordered_json record_row(const char* engine, const std::string& test, int depth, const std::string& weights,
+                                  const std::string& kv, const std::string& kernels, int threads,
+                                  const std::vector<double>& runs);
 void record_append(const std::string& path, const std::string& command, const std::string& commit,
                    const nlohmann::ordered_json& figures, const nlohmann::ordered_json& rows);
 // The commit the run is measured at: git's short hash, "+changes" when

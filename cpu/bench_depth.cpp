@@ -35,7 +35,7 @@ void bench_depth(const DepthBench& b, nlohmann::ordered_json& rows) {
     int ctx = max_depth + b.n_decode + 1;
     if (ctx > c.max_pos) fail("--depth %d: with --decode %d it needs %d positions; the model has %d", max_depth, b.n_decode, ctx, c.max_pos);
     Net net;
-    net_init(net, m, ctx, b.kv_name == "f32" ? DType::F32 : b.kv_name == "f16" ? DType::F16 : b.kv_name == "bf16" ? DType::BF16 : DType::Q8_0);
+    net_init(net, m, ctx, b.kv_type);
     std::vector<int> tokens(ctx);
     uint32_t s = 4242;
     for (int& t : tokens) t = (int)((s = s * 1664525u + 1013904223u) >> 8) % c.vocab;
@@ -99,26 +99,18 @@ void bench_depth(const DepthBench& b, nlohmann::ordered_json& rows) {
                tg, cell(ltg, "%.1f").c_str(), cell(ltg > 0 ? tg / ltg : 0, "%.2fx").c_str(), bytes / 1e6, limit,
                100 * tg / limit, 100 * tg / short_tg, med(d[i].attn_ms), med(d[i].mat_ms));
         std::string tg_name = "tg" + std::to_string(b.n_decode) + (depth ? "@d" + std::to_string(depth) : "");
-        auto row = [&](const char* engine, const std::string& test, const std::vector<double>& runs) {
-            nlohmann::ordered_json r;
-            r["engine"] = engine;
-            r["test"] = test;
-            r["depth"] = test[0] == 'p' ? 0 : depth;
-            r["kv"] = b.kv_name;
-            r["threads"] = b.threads;
-            r["tok_s"] = runs.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(runs));
-            r["runs"] = runs;
-            return r;
-        };
-        if (depth > 0) rows.push_back(row("lantern", "pp" + std::to_string(depth), d[i].pp));
-        nlohmann::ordered_json t = row("lantern", tg_name, d[i].tg);
+        std::string pp_name = "pp" + std::to_string(depth);  // a prompt of `depth` tokens, from position 0
+        if (depth > 0) rows.push_back(record_row("lantern", pp_name, 0, b.weights, b.kv_name, b.kernels, b.threads, d[i].pp));
+        nlohmann::ordered_json t = record_row("lantern", tg_name, depth, b.weights, b.kv_name, b.kernels, b.threads, d[i].tg);
         t["mb_per_token"] = bytes / 1e6;
         t["limit_tok_s"] = limit;
         t["attention_ms"] = med(d[i].attn_ms);
         t["matmul_ms"] = med(d[i].mat_ms);
         rows.push_back(t);
-        if (!d[i].llama_pp.empty()) rows.push_back(row("llama.cpp", "pp" + std::to_string(depth), d[i].llama_pp));
-        if (!d[i].llama_tg.empty()) rows.push_back(row("llama.cpp", tg_name, d[i].llama_tg));
+        if (!d[i].llama_pp.empty())
+            rows.push_back(record_row("llama.cpp", pp_name, 0, b.weights, b.kv_name, "", b.threads, d[i].llama_pp));
+        if (!d[i].llama_tg.empty())
+            rows.push_back(record_row("llama.cpp", tg_name, depth, b.weights, b.kv_name, "", b.threads, d[i].llama_tg));
     }
     printf("\npp: prefill tok/s of a prompt of `depth` tokens (one forward); decode: tok/s of --decode tokens after it;\n"
            "llama.*: llama-bench -p depth -n 0, and -p 0 -n N -d depth, same weights, threads and cache type (medians);\n"

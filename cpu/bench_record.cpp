@@ -11,6 +11,7 @@
 #include <thread>
 #include "cpu/bench.h"
 #include "common.h"
+#include "cpu/roofline.h"
 
 // One line of a command's output, or "" (popen: git, only to name the commit).
 static std::string first_line(const char* cmd) {
@@ -69,6 +70,22 @@ static uint64_t fnv1a64(const std::string& s) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
     return h;
+}
+
+nlohmann::ordered_json record_row(const char* engine, const std::string& test, int depth, const std::string& weights,
+                                  const std::string& kv, const std::string& kernels, int threads,
+                                  const std::vector<double>& runs) {
+    nlohmann::ordered_json r;
+    r["engine"] = engine;
+    r["test"] = test;
+    r["depth"] = depth;
+    r["weights"] = weights;
+    r["kv"] = kv;
+    r["kernels"] = kernels.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(kernels);
+    r["threads"] = threads;
+    r["tok_s"] = runs.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(median(runs));
+    r["runs"] = runs;
+    return r;
 }
 
 std::string record_commit() {
