@@ -171,6 +171,9 @@ else:
     print("FAIL the 5 GiB model: %r" % big); fails += 1
 # The picked models: the last two results, against ./run on the same files.
 picks = [p for p in pages if p.get("wait")]
+names = [p.get("value") for p in pages if "pickedName" in p.get("js", "")]
+if len(names) != 2 or not all(isinstance(n, str) and n.startswith("/picked/") for n in names):
+    print("FAIL the picked models' names: %r (the page ran before it saw the files?)" % names); fails += 1
 for page, words, name in [(picks[0], [os.path.abspath("run"), "models/tiny", "Why is the sky blue?", "-n", "16", "-s", "7"], "a picked folder"),
                           (picks[1], [os.path.abspath("run"), "build/check_web_tiny.gguf", "Hello there", "-n", "12", "-s", "3"], "a picked GGUF file")]:
     native = subprocess.run(words, capture_output=True)

@@ -12,7 +12,8 @@
 // without waiting for its command ({open: URL}); js:EXPR evaluates EXPR in
 // the page open now, while its command runs, and prints {js: EXPR, value}
 // (a test of Stop, or of what the page refuses); files:SELECTOR:PATH,...
-// puts files in a file input as if the user had picked them ({files}); wait
+// puts files in a file input as if the user had picked them, and goes on
+// once the page has seen them ({files}); wait
 // waits for the command a js: started, and prints what a URL does. Chromium is driven over
 // its DevTools protocol; it runs with a fresh profile and no network
 // services (the machine may have no network at all).
@@ -84,8 +85,16 @@ async function main() {
       const doc = await call("DOM.getDocument", {});
       const node = await call("DOM.querySelector", { nodeId: doc.result.root.nodeId, selector });
       if (!node.result || !node.result.nodeId) throw new Error(selector + ": " + JSON.stringify(node.error || node.result));
+      // The input's change event reaches the page after the protocol's call
+      // returns, so the next step could read the page before it saw the
+      // files. A listener added first (after the page's own, so it runs
+      // second) is awaited before going on.
+      const sel = JSON.stringify(selector);
+      await evaluate(`window.__changed = new Promise((r) => document.querySelector(${sel}).addEventListener("change", () => setTimeout(r, 0), { once: true })); 0`);
       const set = await call("DOM.setFileInputFiles", { nodeId: node.result.nodeId, files: paths.split(",").map((p) => path.resolve(p)) });
       if (set.error) throw new Error(selector + ": " + set.error.message);
+      const seen = await evaluate(`Promise.race([window.__changed.then(() => true), new Promise((r) => setTimeout(() => r(false), ${timeoutS * 1000}))])`);
+      if (seen !== true) throw new Error(selector + ": the page never saw the picked files");
       console.log(JSON.stringify({ files: selector }));
       continue;
     }
