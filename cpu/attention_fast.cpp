@@ -1,14 +1,15 @@
 // attention_fast.cpp — the fast twin of kernels.cpp's attention: tiles of
 // queries x keys with an online softmax, for the T queries of a prefill,
 // and for a decode step the keys split into chunks that all threads share
-// (flash decoding). Both use the set's kernels (the tiles' att_scores and
-// att_pv, exp_shift), so every SIMD set gives the same bits
+// (flash decoding). Both use the set's kernels (att_widen, the tiles'
+// att_scores and att_pv, exp_shift), so every SIMD set gives the same bits
 // (book/06-attention-kv-cache.md, book/12-performance.md).
 #include "cpu/kernel_sets.h"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
+#include <omp.h>
 
 // ---------------------------------------------------------------------------
 // Attention for a batch of queries (prefill; kernels.h: attention_heads).
@@ -84,28 +85,26 @@ static inline float block_max(const float* s, int n) {
 static inline void add_lanes(float* lanes, const float* p, int n) {
     int j = 0;
     for (; j + LANES <= n; j += LANES)
+#pragma omp simd
         for (int l = 0; l < LANES; l++) lanes[l] += p[j + l];
     for (; j < n; j++) lanes[j % LANES] += p[j];
 }
 
-// Rows j0 .. j0+nb-1 of R (head_dim Q8_0 values from byte `off` of each) as
-// f32 rows in buf, one run: how the tiles read a Q8_0 cache.
-static KVRows widen_rows(const KVRows& R, size_t off, int j0, int nb, int head_dim, std::vector<float>& buf) {
-    buf.resize((size_t)ATT_BLOCK * head_dim);
-    for (int j = 0; j < nb; j++) {
-        const uint8_t* row = R.at(j0 + j) + off;
-        float* dst = &buf[(size_t)j * head_dim];
-        for (int b = 0; b < head_dim / Q8_BLOCK; b++, row += Q8_BLOCK_BYTES) {
-            uint16_t d16;
-            std::memcpy(&d16, row, 2);
-            float d = f16_to_f32(d16);
-            for (int i = 0; i < Q8_BLOCK; i++) dst[b * Q8_BLOCK + i] = d * (float)(int8_t)row[2 + i];
+// Rows j0 .. j0+nb-1 of R (byte `off` of each: one KV head) widened to
+// f32 by the set's att_widen, or by widen here: transposed into
+// [head_dim][ATT_BLOCK] with zeros past nb (the layout att_scores reads),
+// or as rows [nb][head_dim]. Widening is exact, so both give the same floats.
+static void widen_block(float* dst, const KVRows& R, size_t off, DType t, int j0, int nb, int head_dim,
+                        bool transposed, const SimdKernels& k) {
+    const uint8_t* rows[ATT_BLOCK];
+    for (int j = 0; j < nb; j++) rows[j] = R.at(j0 + j) + off;
+    if (k.att_widen) return k.att_widen(dst, rows, nb, t, head_dim, transposed);
+    for (int j = 0; j < (transposed ? ATT_BLOCK : nb); j++)
+        for (int d = 0; d < head_dim; d++) {
+            float x = j < nb ? widen(t, rows[j], d) : 0.0f;
+            if (transposed) dst[d * ATT_BLOCK + j] = x;
+            else dst[(size_t)j * head_dim + d] = x;
         }
-    }
-    KVRows w;
-    w.base = (const uint8_t*)buf.data();  // row j0 + j at base + j * stride
-    w.stride = (size_t)head_dim * sizeof(float);
-    return w;
 }
 
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
@@ -154,7 +153,12 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
         size_t vo = off;
         int vj = j0;
         DType vt = kv_type;
-        if (kv_type == DType::Q8_0) Vb = widen_rows(V, off, j0, nk, head_dim, vf), vo = 0, vj = 0, vt = DType::F32;
+        if (kv_type == DType::Q8_0) {
+            vf.resize((size_t)ATT_BLOCK * head_dim);
+            widen_block(vf.data(), V, off, kv_type, j0, nk, head_dim, false, k);
+            Vb = KVRows(), Vb.base = (const uint8_t*)vf.data(), Vb.stride = (size_t)head_dim * sizeof(float);
+            vo = 0, vj = 0, vt = DType::F32;
+        }
         for (int j = 0, r; j < nk; j += r) {  // one page's run at a time
             r = Vb.run(vj + j, nk - j);
             const uint8_t* v = Vb.at(vj + j) + vo;
@@ -185,12 +189,12 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
 // threads each stream the whole cache, several heads reading the same keys
 // (GQA: seven query heads share one KV head in Qwen2.5-0.5B). So the keys
 // are split instead, as flash decoding splits them on a GPU (Dao et al.,
-// 2023): into chunks of ATT_CHUNK keys, fixed by the code. One task is one
-// KV head's chunk, for every query head of its group: each key row is
-// loaded once a tile and scored against all of them (the set's float tile,
-// widening f16 and bf16 inside), each value row added once for all of them
-// (att_pv), and the task
-// leaves, per query, the partial softmax of its chunk:
+// 2023): into chunks of ATT_CHUNK keys, fixed by the code. A chunk's work
+// is the prefill's tile with the GQA group as its queries: each block of
+// keys widened and transposed once (att_widen), scored against every query
+// head of the group at once (att_scores: fma chains, no horizontal sums),
+// each value row added once for all of them (att_pv). Per query it leaves
+// the partial softmax of its chunk:
 //   m_c = max_j s_j,   l_c = sum_j exp(s_j - m_c),   o_c = sum_j exp(s_j - m_c) v_j
 // (within the chunk, blocks of ATT_BLOCK keys with the online softmax's
 // running maximum). Then each head combines its chunks, in order:
@@ -204,116 +208,152 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
 //
 // The chunks, the order inside each and the order of the combination
 // depend on n only: any number of threads, taking the tasks in any order,
-// gives the same bits. (Each thread's share is n_kv_heads x n / ATT_CHUNK
-// tasks over the threads, instead of n_heads / threads whole heads.)
-struct DecodeTask {
-    std::vector<float> s, m, l, o;  // [group][ATT_BLOCK] scores, [group] maxima, [group][LANES] sums, [group][head_dim]
-    std::vector<float> kf, vf;      // a Q8_0 block's keys and values widened ([ATT_BLOCK][head_dim])
+// gives the same bits.
+//
+// What sets the pace is memory: at 4,096 tokens the cache of Qwen2.5-0.5B
+// is 50 MB in f16, read once a token and far larger than the caches. Two
+// things keep the core computing while it streams:
+//   - a task is one chunk for every KV head (attention_decode), so it reads
+//     whole rows, consecutive in memory, which the hardware prefetcher
+//     follows; split by KV head, each task read every other 128 bytes;
+//   - the next block's rows are asked for a few lines at a time between the
+//     steps of this one (Ahead).
+// The next block's rows, asked for a few lines at a time between the steps
+// of this one (Ahead::step), into L2 (prefetcht2). Asked for all at once,
+// the prefetches of a block fill the core's few line-fill buffers and it
+// waits for memory instead of computing while the lines come: a long
+// context's cache is far larger than the caches, and each row is read once.
+const int AHEAD_LINES = 16;  // lines of keys (and as many of values) a step
+struct Ahead {
+    const KVRows *K, *V;
+    int j, j_end;           // the rows still to ask for
+    size_t b_begin, b_end;  // the bytes of each row the task reads (its KV heads)
+    size_t b;               // the next line's offset in row j
+    void step() {
+        for (int lines = 0; lines < AHEAD_LINES && j < j_end; lines++) {
+            __builtin_prefetch(K->at(j) + b, 0, 1);
+            __builtin_prefetch(V->at(j) + b, 0, 1);
+            b += 64;
+            if (b >= b_end) b = b_begin, j++;
+        }
+    }
 };
 
-static void decode_chunk(float* part, size_t part_stride, float* scores, const float* q, const KVRows& K_in,
-                         const KVRows& V_in, size_t off_in, DType kv_type, int group, int j_begin, int j_end, int n,
-                         int head_dim, const SimdKernels& k, DecodeTask& t) {
+struct DecodeTask {
+    std::vector<float> s, m, l, o;  // [group][ATT_BLOCK] scores; per head: maxima, [LANES] sums, [head_dim] outputs
+    std::vector<float> kt, vf;      // a block's keys transposed ([head_dim][ATT_BLOCK]); a Q8_0 block's values widened
+};
+
+// Keys j_begin .. j_end-1 (one chunk) for the KV heads g_begin .. g_end-1
+// and their groups of query heads: each block of keys for each KV head in
+// turn, so that a task of all the heads reads its rows whole, in order.
+// Leaves, per query head h, (m, l, o) at part + h * part_stride.
+static void decode_chunk(float* part, size_t part_stride, float* scores, const float* q, const KVRows& K,
+                         const KVRows& V, DType kv_type, int group, int g_begin, int g_end, int j_begin, int j_end,
+                         int n, int head_dim, const SimdKernels& k, DecodeTask& t) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     size_t head_bytes = kv_row_bytes(kv_type, head_dim);
+    int n_heads = g_end * group;  // the state is indexed by head; heads below g_begin * group stay unused
     t.s.resize((size_t)group * ATT_BLOCK);
-    t.m.assign(group, -INFINITY);
-    t.l.assign((size_t)group * LANES, 0.0f);  // each query's sum in 16 lanes, as the tiles keep it
-    t.o.assign((size_t)group * head_dim, 0.0f);
+    t.kt.resize((size_t)head_dim * ATT_BLOCK);
+    t.m.assign(n_heads, -INFINITY);
+    t.l.assign((size_t)n_heads * LANES, 0.0f);  // each query's sum in 16 lanes, as the tiles keep it
+    t.o.assign((size_t)n_heads * head_dim, 0.0f);
     for (int j0 = j_begin; j0 < j_end; j0 += ATT_BLOCK) {
         int nb = std::min(ATT_BLOCK, j_end - j0);
-        // The next block's key and value rows asked for now (past the chunk
-        // too), so they are on their way from memory while this block
-        // computes: a long context's cache is far larger than the caches,
-        // and each row is read once.
-        for (int j = j0 + ATT_BLOCK; j < std::min(n, j0 + 2 * ATT_BLOCK); j++)
-            for (size_t b = 0; b < head_bytes; b += 64) {
-                __builtin_prefetch(K_in.at(j) + off_in + b);
-                __builtin_prefetch(V_in.at(j) + off_in + b);
-            }
-        // Q8_0 rows are widened first, a block at a time (exactly: a code
-        // times its f16 scale fits a float), and read as f32 rows.
-        KVRows K = K_in, V = V_in;
-        size_t off = off_in;
-        DType type = kv_type;
-        int kj = j0;  // where the block's first row is in K and V
-        if (kv_type == DType::Q8_0) {
-            K = widen_rows(K_in, off_in, j0, nb, head_dim, t.kf);
-            V = widen_rows(V_in, off_in, j0, nb, head_dim, t.vf);
-            off = 0, type = DType::F32, kj = 0;
-        }
-        // The scores as the float matmul's tiles compute a product (k.tile,
-        // one order in every set): tile_rows keys by up to tile_tokens
-        // queries of the group, each key row read once a tile.
-        for (int j = 0; j < nb; j += k.tile_rows) {
-            const uint8_t* w[MAX_TILE];
-            for (int r = 0; r < k.tile_rows; r++) w[r] = K.at(kj + std::min(j + r, nb - 1)) + off;  // past the end: a repeat, unused
-            for (int i0 = 0; i0 < group; i0 += k.tile_tokens) {
-                int nq = std::min(k.tile_tokens, group - i0);
-                const float* x[MAX_TILE];
-                for (int i = 0; i < nq; i++) x[i] = q + (size_t)(i0 + i) * head_dim;
-                float out[MAX_TILE][MAX_TILE];
-                k.tile(type, w, x, nq, head_dim, out);
-                for (int r = 0; r < k.tile_rows && j + r < nb; r++)
-                    for (int i = 0; i < nq; i++) t.s[(i0 + i) * ATT_BLOCK + j + r] = out[r][i] * scale;
-            }
-        }
-        for (int i = 0; i < group; i++) {
-            float* si = &t.s[i * ATT_BLOCK];
-            if (scores) std::memcpy(scores + (size_t)i * n + j0, si, nb * sizeof(float));
-            float bm = block_max(si, nb);
-            if (bm > t.m[i]) {  // a new maximum: rescale what was summed relative to the old one
-                if (t.m[i] != -INFINITY) {
-                    float r = exp_poly(t.m[i] - bm);
-                    for (int j = 0; j < LANES; j++) t.l[i * LANES + j] *= r;
-                    for (int d = 0; d < head_dim; d++) t.o[(size_t)i * head_dim + d] *= r;
+        Ahead ahead{&K, &V, j0 + ATT_BLOCK, std::min(n, j0 + 2 * ATT_BLOCK), g_begin * head_bytes,
+                    g_end * head_bytes, g_begin * head_bytes};
+        for (int g = g_begin; g < g_end; g++) {
+            int h0 = g * group;
+            size_t off = g * head_bytes;
+            // The block's keys transposed and widened, as a prefill's tiles
+            // read them, then every query of the group against them
+            // (att_scores: one chain of fmas per score, no horizontal sum).
+            widen_block(t.kt.data(), K, off, kv_type, j0, nb, head_dim, true, k);
+            ahead.step();
+            const float* qg = q + (size_t)h0 * head_dim;
+            if (k.att_scores) k.att_scores(t.s.data(), qg, head_dim, group, t.kt.data(), head_dim);
+            else att_scores_scalar(t.s.data(), qg, head_dim, group, t.kt.data(), head_dim);
+            ahead.step();
+            for (int i = 0; i < group; i++) {
+                ahead.step();
+                int h = h0 + i;
+                float* si = &t.s[i * ATT_BLOCK];
+#pragma omp simd
+                for (int j = 0; j < nb; j++) si[j] *= scale;
+                if (scores) std::memcpy(scores + (size_t)h * n + j0, si, nb * sizeof(float));
+                float bm = block_max(si, nb);
+                if (bm > t.m[h]) {  // a new maximum: rescale what was summed relative to the old one
+                    if (t.m[h] != -INFINITY) {
+                        float r = exp_poly(t.m[h] - bm);
+                        for (int j = 0; j < LANES; j++) t.l[h * LANES + j] *= r;
+                        for (int d = 0; d < head_dim; d++) t.o[(size_t)h * head_dim + d] *= r;
+                    }
+                    t.m[h] = bm;
                 }
-                t.m[i] = bm;
+                k.exp_shift(si, t.m[h], nb);
+                add_lanes(&t.l[h * LANES], si, nb);
             }
-            k.exp_shift(si, t.m[i], nb);
-            add_lanes(&t.l[i * LANES], si, nb);
-        }
-        for (int j = 0, r; j < nb; j += r) {  // the block's values, one page's run at a time
-            r = V.run(kj + j, nb - j);
-            const uint8_t* v = V.at(kj + j) + off;
-            for (int i0 = 0; i0 < group; i0 += ATT_QUERIES) {  // each value row once for the group (axpy's order)
-                int nq = std::min(ATT_QUERIES, group - i0);
-                float* o = &t.o[(size_t)i0 * head_dim];
-                const float* p = &t.s[i0 * ATT_BLOCK + j];
-                if (k.att_pv) k.att_pv(o, p, nq, v, V.stride, type, r, head_dim);
-                else
-                    for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, p + i * ATT_BLOCK, v, V.stride, type, r, head_dim);
+            // The block's values (a Q8_0 block widened first), one page's
+            // run at a time, each row once for the group (axpy's order).
+            KVRows Vb = V;
+            size_t vo = off;
+            DType type = kv_type;
+            int vj = j0;  // where the block's first value row is in Vb
+            if (kv_type == DType::Q8_0) {
+                t.vf.resize((size_t)ATT_BLOCK * head_dim);
+                widen_block(t.vf.data(), V, off, kv_type, j0, nb, head_dim, false, k);
+                Vb = KVRows(), Vb.base = (const uint8_t*)t.vf.data(), Vb.stride = (size_t)head_dim * sizeof(float);
+                vo = 0, type = DType::F32, vj = 0;
+            }
+            for (int j = 0, r; j < nb; j += r) {
+                ahead.step();
+                r = Vb.run(vj + j, nb - j);
+                const uint8_t* v = Vb.at(vj + j) + vo;
+                for (int i0 = 0; i0 < group; i0 += ATT_QUERIES) {
+                    int nq = std::min(ATT_QUERIES, group - i0);
+                    float* o = &t.o[(size_t)(h0 + i0) * head_dim];
+                    const float* p = &t.s[i0 * ATT_BLOCK + j];
+                    if (k.att_pv) k.att_pv(o, p, nq, v, Vb.stride, type, r, head_dim);
+                    else
+                        for (int i = 0; i < nq; i++)
+                            k.axpy(o + (size_t)i * head_dim, p + i * ATT_BLOCK, v, Vb.stride, type, r, head_dim);
+                }
             }
         }
     }
-    // part, per query of the group (part_stride apart): m, l, then o's head_dim values
-    for (int i = 0; i < group; i++) {
-        float* p = part + i * part_stride;
-        p[0] = t.m[i];
-        p[1] = sum_lanes(&t.l[i * LANES]);
-        std::memcpy(p + 2, &t.o[(size_t)i * head_dim], head_dim * sizeof(float));
+    // part, per head (part_stride apart): m, l, then o's head_dim values
+    for (int h = g_begin * group; h < n_heads; h++) {
+        float* p = part + h * part_stride;
+        p[0] = t.m[h];
+        p[1] = sum_lanes(&t.l[h * LANES]);
+        std::memcpy(p + 2, &t.o[(size_t)h * head_dim], head_dim * sizeof(float));
     }
 }
 
 static void attention_decode(float* out, float* scores, const float* q, const KVRows& K, const KVRows& V,
                              DType kv_type, int n_heads, int n_kv_heads, int n, int head_dim, const SimdKernels& k,
                              KernelScratch& s) {
-    int group = n_heads / n_kv_heads, n_chunks = (n + ATT_CHUNK - 1) / ATT_CHUNK;
-    size_t head_bytes = kv_row_bytes(kv_type, head_dim), per_head = (size_t)n_chunks * (head_dim + 2);
+    int n_chunks = (n + ATT_CHUNK - 1) / ATT_CHUNK, group = n_heads / n_kv_heads;
+    size_t per_head = (size_t)n_chunks * (head_dim + 2);
+    // A task is one chunk for every KV head, reading its rows whole; while
+    // there are fewer chunks than threads (a short context), one chunk of
+    // one KV head, so that every thread has work. A head's partial result
+    // is the same either way: its work does not depend on the others'.
+    int split = n_chunks < omp_get_max_threads() ? n_kv_heads : 1, per_task = n_kv_heads / split;
     // The partial results, [n_heads][n_chunks][m, l, o...], in the caller's buffer.
     if (s.parts.size() < n_heads * per_head) s.parts.resize(n_heads * per_head);
     float* parts = s.parts.data();
     #pragma omp parallel
     {
         DecodeTask t;
-        // Each thread a run of consecutive tasks (static), a chunk's KV heads
-        // one after the other: its rows come from memory once, in order.
+        // Each thread a run of consecutive tasks (static): its rows come
+        // from memory once, in order.
         #pragma omp for schedule(static)
-        for (int task = 0; task < n_kv_heads * n_chunks; task++) {
-            int g = task % n_kv_heads, c = task / n_kv_heads, h0 = g * group;
-            decode_chunk(parts + h0 * per_head + (size_t)c * (head_dim + 2), per_head,
-                         scores ? scores + (size_t)h0 * n : nullptr, q + (size_t)h0 * head_dim, K, V, g * head_bytes,
-                         kv_type, group, c * ATT_CHUNK, std::min(n, (c + 1) * ATT_CHUNK), n, head_dim, k, t);
+        for (int task = 0; task < n_chunks * split; task++) {
+            int c = task / split, g0 = task % split * per_task;
+            decode_chunk(parts + (size_t)c * (head_dim + 2), per_head, scores, q, K, V, kv_type, group, g0,
+                         g0 + per_task, c * ATT_CHUNK, std::min(n, (c + 1) * ATT_CHUNK), n, head_dim, k, t);
         }
         // Each head's chunks combined in order (see above).
         #pragma omp for schedule(static)
@@ -358,18 +398,9 @@ void attention_heads_fast(float* out, float* scores, const float* q, const KVRow
         // The keys transposed, a block of one KV head per step.
         #pragma omp for collapse(2) schedule(static)
         for (int g = 0; g < n_kv_heads; g++)
-            for (int b = 0; b < n_blocks; b++) {
-                float* dst = kt + g * kt_head + (size_t)b * head_dim * ATT_BLOCK;
-                for (int j = 0; j < ATT_BLOCK; j++) {
-                    int key = b * ATT_BLOCK + j;
-                    if (key >= kv_len) {
-                        for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = 0.0f;
-                        continue;
-                    }
-                    const uint8_t* row = K.at(key) + g * head_bytes;
-                    for (int d = 0; d < head_dim; d++) dst[d * ATT_BLOCK + j] = widen(kv_type, row, d);
-                }
-            }
+            for (int b = 0; b < n_blocks; b++)
+                widen_block(kt + g * kt_head + (size_t)b * head_dim * ATT_BLOCK, K, g * head_bytes, kv_type,
+                            b * ATT_BLOCK, std::min(ATT_BLOCK, kv_len - b * ATT_BLOCK), head_dim, true, k);
         // Tiles of (head, queries), the costliest first (the last queries
         // see the most keys), taken by whichever thread is free: each output
         // row belongs to one tile, so the thread count changes no bit.

@@ -73,13 +73,14 @@ KernelSet fast_kernel_set();
 //     reference quants.cpp:dot_quant_q8 then runs); packed_group and
 //     packed_q8, or nullptr (then no matrix is packed for this set);
 //     tile_chunk, or nullptr (then a prefill tile takes whole rows);
+//     att_widen, or nullptr (then attention widens with kernels.h:widen);
 //   - its extern declaration below, a KernelSet value, a row in KERNEL_SETS
 //     (cpu/kernel_sets.cpp) with its cpu_has_*() test (kernels_fast.cpp: cpuid or
 //     the build target), and its place in kernels_init's choice for "fast";
 //   - the folder's glob in the Makefile's SRC_DIRS (cpu/x86 and cpu/arm are
 //     there), its row in tools/file_map.txt.
 // The tests then cover it without being told: tests/test_kernels.cpp
-// (float and Q8_0 matmul, attention, exp) and tests/test_gguf.cpp (every
+// (float and Q8_0 matmul, attention, att_widen, exp) and tests/test_gguf.cpp (every
 // block format, file layout and packed) loop over KERNEL_SETS and compare
 // each set that runs here, bit for bit, with the scalar twin, for every
 // thread count and batch size; tests/check_simd_compiles.sh builds the
@@ -147,6 +148,12 @@ struct SimdKernels {
     // same bits. nullptr: the set's tiles take whole rows.
     void (*tile_chunk)(DType dt, const uint8_t* const* w, const float* const* x, int n_tokens, int cols, int c0,
                        int c1, float* lanes, float out[MAX_TILE][MAX_TILE]);
+    // Attention's key and value rows (f32, f16, bf16 or Q8_0; rows[j] at
+    // the head's first value) widened to f32: transposed, dst[d][ATT_BLOCK]
+    // with zeros for the keys j >= nb (att_scores' layout), or not,
+    // dst[nb][head_dim]. Widening is exact, so every set gives the same
+    // floats. nullptr: cpu/attention_fast.cpp's loop over widen.
+    void (*att_widen)(float* dst, const uint8_t* const* rows, int nb, DType t, int head_dim, bool transposed);
 };
 // Decode (one token) does little arithmetic per weight byte: what limits it
 // is how many cache lines are on their way from memory at once. For one

@@ -203,7 +203,7 @@ void swiglu_fast(float* gate, const float* up, int n, const SimdKernels& k) {
 
 const SimdKernels SCALAR_KERNELS = {"scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar, axpy_scalar,
                                     exp_shift_scalar, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr, 0, 0, 0, false, nullptr, false, nullptr};
+                                    nullptr, 0, 0, 0, false, nullptr, false, nullptr, nullptr};
 
 // ---------------------------------------------------------------------------
 // The bf16dot set's scalar twin: kernels_avx512.cpp's vdpbf16ps tile in
@@ -246,7 +246,7 @@ static void tile_bf16dot_scalar(const uint8_t* const* w, const uint16_t* const* 
 // Other weight types take the scalar tiles.
 const SimdKernels BF16DOT_SCALAR_KERNELS = {"bf16dot-scalar", 1, 8, 1, 8, tile_scalar, tile_q8_scalar,
                                             axpy_scalar, exp_shift_scalar, round_bf16_scalar, tile_bf16dot_scalar,
-                                            nullptr, nullptr, nullptr, 0, 0, 0, false, nullptr, false, nullptr};
+                                            nullptr, nullptr, nullptr, 0, 0, 0, false, nullptr, false, nullptr, nullptr};
 
 // ---------------------------------------------------------------------------
 // The drivers: quantize the activations when W is Q8_0, then threads over

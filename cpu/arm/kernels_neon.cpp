@@ -13,6 +13,7 @@
 // the same exact integers, so the same bits.
 #include "cpu/kernel_sets.h"
 #include "gguf/quants.h"
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -204,6 +205,97 @@ static void axpy_neon(float* y, const float* alpha, const uint8_t* x, size_t str
     for (int j = 0; j < n_rows; j++) axpy_row(y, alpha[j], x + j * stride, xt, n);
 }
 
+// Prefill and decode attention's scores (cpu/attention_fast.cpp): 4
+// queries x 16 keys (4 registers) = 16 accumulators, four times across the
+// block of 64 keys; per dimension d, 4 loads of the transposed keys and an
+// fma by each query's q_i[d] (FMLA by element): each score one chain of
+// fmas over the dimension from +0, as in the other sets.
+INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, const float* kt, int head_dim) {
+    for (int j0 = 0; j0 < ATT_BLOCK; j0 += 16) {
+        float32x4_t acc[4][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++)
+            for (int v = 0; v < 4; v++) acc[i][v] = vdupq_n_f32(0.0f);
+        for (int d = 0; d < head_dim; d++) {
+            float32x4_t k[4];
+            for (int v = 0; v < 4; v++) k[v] = vld1q_f32(kt + d * ATT_BLOCK + j0 + 4 * v);
+#pragma GCC unroll 4
+            for (int i = 0; i < NQ; i++) {
+                float qd = q[i * q_stride + d];
+                for (int v = 0; v < 4; v++) acc[i][v] = vfmaq_n_f32(acc[i][v], k[v], qd);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; i++)
+            for (int v = 0; v < 4; v++) vst1q_f32(s + i * ATT_BLOCK + j0 + 4 * v, acc[i][v]);
+    }
+}
+static void att_scores_neon(float* s, const float* q, size_t q_stride, int nq, const float* kt, int head_dim) {
+    for (int i0 = 0; i0 < nq; i0 += 4) {
+        float* si = s + i0 * ATT_BLOCK;
+        const float* qi = q + i0 * q_stride;
+        switch (std::min(4, nq - i0)) {
+            case 4: att_scores_n(si, qi, q_stride, 4, kt, head_dim); break;
+            case 3: att_scores_n(si, qi, q_stride, 3, kt, head_dim); break;
+            case 2: att_scores_n(si, qi, q_stride, 2, kt, head_dim); break;
+            default: att_scores_n(si, qi, q_stride, 1, kt, head_dim); break;
+        }
+    }
+}
+
+// Key and value rows widened to f32 (SimdKernels::att_widen): 4 values of
+// 4 rows at a time, transposed in registers (TRN1/TRN2 on pairs of floats,
+// then on pairs of doubles); the last head_dim % 4 values through widen.
+// Q8_0: 4 codes to 32-bit integers, to floats, times the block's scale.
+INLINE float32x4_t load4_kv(DType dt, const uint8_t* row, int c) {
+    switch (dt) {
+        case DType::BF16: return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t*)row + c), 16));
+        case DType::F16: return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t*)row + c)));
+        case DType::Q8_0: {
+            const uint8_t* blk = row + c / Q8_BLOCK * Q8_BLOCK_BYTES;
+            uint32_t codes;
+            std::memcpy(&codes, blk + 2 + c % Q8_BLOCK, 4);  // 4 bytes: never past the block
+            int16x8_t w = vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(codes)));
+            return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(w))), scale(blk));
+        }
+        default: return vld1q_f32((const float*)row + c);
+    }
+}
+INLINE void att_widen_dt(DType dt, float* dst, const uint8_t* const* rows, int nb, int head_dim, bool transposed) {
+    int full = head_dim / 4 * 4;
+    if (!transposed) {
+        for (int j = 0; j < nb; j++) {
+            for (int c = 0; c < full; c += 4) vst1q_f32(dst + (size_t)j * head_dim + c, load4_kv(dt, rows[j], c));
+            for (int c = full; c < head_dim; c++) dst[(size_t)j * head_dim + c] = widen(dt, rows[j], c);
+        }
+        return;
+    }
+    for (int j0 = 0; j0 < ATT_BLOCK; j0 += 4) {
+        for (int c = 0; c < full; c += 4) {
+            float32x4_t r[4];
+            for (int i = 0; i < 4; i++) r[i] = j0 + i < nb ? load4_kv(dt, rows[j0 + i], c) : vdupq_n_f32(0.0f);
+            float32x4_t a0 = vtrn1q_f32(r[0], r[1]), a1 = vtrn2q_f32(r[0], r[1]);  // (r0c0 r1c0 r0c2 r1c2), (.. c1, c3)
+            float32x4_t a2 = vtrn1q_f32(r[2], r[3]), a3 = vtrn2q_f32(r[2], r[3]);
+            float64x2_t b0 = vreinterpretq_f64_f32(a0), b1 = vreinterpretq_f64_f32(a1);
+            float64x2_t b2 = vreinterpretq_f64_f32(a2), b3 = vreinterpretq_f64_f32(a3);
+            vst1q_f32(dst + (size_t)(c + 0) * ATT_BLOCK + j0, vreinterpretq_f32_f64(vtrn1q_f64(b0, b2)));
+            vst1q_f32(dst + (size_t)(c + 1) * ATT_BLOCK + j0, vreinterpretq_f32_f64(vtrn1q_f64(b1, b3)));
+            vst1q_f32(dst + (size_t)(c + 2) * ATT_BLOCK + j0, vreinterpretq_f32_f64(vtrn2q_f64(b0, b2)));
+            vst1q_f32(dst + (size_t)(c + 3) * ATT_BLOCK + j0, vreinterpretq_f32_f64(vtrn2q_f64(b1, b3)));
+        }
+        for (int c = full; c < head_dim; c++)
+            for (int i = 0; i < 4; i++) dst[(size_t)c * ATT_BLOCK + j0 + i] = j0 + i < nb ? widen(dt, rows[j0 + i], c) : 0.0f;
+    }
+}
+static void att_widen_neon(float* dst, const uint8_t* const* rows, int nb, DType t, int head_dim, bool transposed) {
+    switch (t) {
+        case DType::BF16: att_widen_dt(DType::BF16, dst, rows, nb, head_dim, transposed); break;
+        case DType::F16: att_widen_dt(DType::F16, dst, rows, nb, head_dim, transposed); break;
+        case DType::Q8_0: att_widen_dt(DType::Q8_0, dst, rows, nb, head_dim, transposed); break;
+        default: att_widen_dt(DType::F32, dst, rows, nb, head_dim, transposed); break;
+    }
+}
+
 // exp(x[i] - m), 4 at a time: kernels_fast.cpp:exp_poly step for step
 // (round to nearest, the split ln2, the same fused multiply-adds, 2^n into
 // the exponent bits); values below its range come out as +0 by the mask.
@@ -237,7 +329,7 @@ const SimdKernels NEON_KERNELS = {
     "neon",
 #endif
     ROWS, TOKENS, Q8_ROWS, Q8_TOKENS, tile_neon, tile_q8_neon, axpy_neon, exp_shift_neon, nullptr, nullptr,
-    nullptr, nullptr,
+    att_scores_neon, nullptr,  // P V: axpy once per query, the same bits
     nullptr, 0, 0, 0, false,  // the block formats: the reference (quants.cpp:dot_quant_q8); no NEON tiles yet
-    nullptr, false, nullptr};
+    nullptr, false, nullptr, att_widen_neon};
 #endif  // __aarch64__ && __ARM_NEON

@@ -385,7 +385,7 @@ static void axpy_avx2(float* y, const float* alpha, const uint8_t* x, size_t str
 // Prefill attention's scores (cpu/attention_fast.cpp:attention_heads_fast): 4
 // queries x 16 keys (2 registers) = 8 accumulators, four times across the
 // block of 64 keys; each score one chain of fmas over the dimension, as in
-// the other sets. (Its P V tile is axpy once per query, the same bits.)
+// the other sets.
 INLINE void att_scores_n(float* s, const float* q, size_t q_stride, int NQ, const float* kt, int head_dim) {
     for (int j0 = 0; j0 < ATT_BLOCK; j0 += 16) {
         __m256 acc[4][2];
@@ -419,6 +419,122 @@ static void att_scores_avx2(float* s, const float* q, size_t q_stride, int nq, c
             case 2: att_scores_n(si, qi, q_stride, 2, kt, head_dim); break;
             default: att_scores_n(si, qi, q_stride, 1, kt, head_dim); break;
         }
+    }
+}
+
+// P V for a group of queries (a decode step's GQA group, a prefill's tile):
+// 16 output values at a time for up to 6 queries (12 accumulators, 2
+// registers of the value row, 1 of the weight), so each part of a value
+// row is loaded and widened once for 6 queries, not once per query as
+// axpy would. One fma per row, in order of rows: axpy's order. The last
+// head_dim % 16 values go through axpy.
+INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, const uint8_t* v, size_t stride, int n_rows,
+                     int d0, int head_dim) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < NQ; i++)
+        for (int u = 0; u < 2; u++) acc[i][u] = _mm256_loadu_ps(o + i * head_dim + d0 + 8 * u);
+    for (int j = 0; j < n_rows; j++) {
+        const uint8_t* row = v + j * stride;
+        __m256 v0 = load8(dt, row, d0), v1 = load8(dt, row, d0 + 8);
+        __asm__("" : "+x"(v0), "+x"(v1));  // in registers: one load each, not one per query
+#pragma GCC unroll 6
+        for (int i = 0; i < NQ; i++) {
+            __m256 a = _mm256_set1_ps(p[i * ATT_BLOCK + j]);
+            acc[i][0] = _mm256_fmadd_ps(a, v0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, v1, acc[i][1]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < NQ; i++)
+        for (int u = 0; u < 2; u++) _mm256_storeu_ps(o + i * head_dim + d0 + 8 * u, acc[i][u]);
+}
+static void att_pv_avx2(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
+                        int head_dim) {
+    DType dt = vt == DType::BF16 ? DType::BF16 : vt == DType::F16 ? DType::F16 : DType::F32;
+    int full = head_dim / 16 * 16;
+    size_t elt = dt == DType::F32 ? 4 : 2;
+    for (int i0 = 0; i0 < nq; i0 += 6) {
+        float* oi = o + i0 * head_dim;
+        const float* pi = p + i0 * ATT_BLOCK;
+        int n = std::min(6, nq - i0);
+        for (int d0 = 0; d0 < full; d0 += 16) {
+#define PV_CASE(N) case N: \
+            if (dt == DType::BF16) att_pv_n(DType::BF16, oi, pi, N, v, stride, n_rows, d0, head_dim); \
+            else if (dt == DType::F16) att_pv_n(DType::F16, oi, pi, N, v, stride, n_rows, d0, head_dim); \
+            else att_pv_n(DType::F32, oi, pi, N, v, stride, n_rows, d0, head_dim); \
+            break;
+            switch (n) { PV_CASE(6) PV_CASE(5) PV_CASE(4) PV_CASE(3) PV_CASE(2) default: PV_CASE(1) }
+#undef PV_CASE
+        }
+        if (full < head_dim)
+            for (int i = 0; i < n; i++)
+                axpy_avx2(oi + i * head_dim + full, pi + i * ATT_BLOCK, v + full * elt, stride, dt, n_rows, head_dim - full);
+    }
+}
+
+// Key and value rows widened to f32 (SimdKernels::att_widen): 8 values of
+// 8 rows at a time, transposed in registers (pairs of rows interleaved,
+// then fours, then the 128-bit halves swapped across registers); the last
+// head_dim % 8 values through widen. Q8_0: a block's codes to 32-bit
+// integers, to floats, times its scale (exact, as widen is).
+INLINE __m256 load8_kv(DType dt, const uint8_t* row, int c) {
+    if (dt != DType::Q8_0) return load8(dt, row, c);
+    const uint8_t* blk = row + c / Q8_BLOCK * Q8_BLOCK_BYTES;
+    uint16_t d;
+    std::memcpy(&d, blk, 2);
+    __m256 codes = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(blk + 2 + c % Q8_BLOCK))));
+    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d)), codes);
+}
+INLINE void transpose8(__m256 r[8]) {
+    __m256 a[8], b[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) {
+        b[4 * i] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xEE);
+        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xEE);
+    }
+    // b[4i + k], half L: column 4L + k of rows 4i .. 4i+3
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_permute2f128_ps(b[k], b[4 + k], 0x20);
+        r[4 + k] = _mm256_permute2f128_ps(b[k], b[4 + k], 0x31);
+    }
+}
+INLINE void att_widen_dt(DType dt, float* dst, const uint8_t* const* rows, int nb, int head_dim, bool transposed) {
+    int full = head_dim / 8 * 8;
+    if (!transposed) {
+        for (int j = 0; j < nb; j++) {
+            for (int c = 0; c < full; c += 8) _mm256_storeu_ps(dst + (size_t)j * head_dim + c, load8_kv(dt, rows[j], c));
+            for (int c = full; c < head_dim; c++) dst[(size_t)j * head_dim + c] = widen(dt, rows[j], c);
+        }
+        return;
+    }
+    for (int j0 = 0; j0 < ATT_BLOCK; j0 += 8) {
+        for (int c = 0; c < full; c += 8) {
+            __m256 r[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) r[i] = j0 + i < nb ? load8_kv(dt, rows[j0 + i], c) : _mm256_setzero_ps();
+            transpose8(r);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + (size_t)(c + i) * ATT_BLOCK + j0, r[i]);
+        }
+        for (int c = full; c < head_dim; c++)
+            for (int i = 0; i < 8; i++) dst[(size_t)c * ATT_BLOCK + j0 + i] = j0 + i < nb ? widen(dt, rows[j0 + i], c) : 0.0f;
+    }
+}
+static void att_widen_avx2(float* dst, const uint8_t* const* rows, int nb, DType t, int head_dim, bool transposed) {
+    switch (t) {
+        case DType::BF16: att_widen_dt(DType::BF16, dst, rows, nb, head_dim, transposed); break;
+        case DType::F16: att_widen_dt(DType::F16, dst, rows, nb, head_dim, transposed); break;
+        case DType::Q8_0: att_widen_dt(DType::Q8_0, dst, rows, nb, head_dim, transposed); break;
+        default: att_widen_dt(DType::F32, dst, rows, nb, head_dim, transposed); break;
     }
 }
 
@@ -456,7 +572,7 @@ static void exp_shift_avx2(float* x, float m, int n) {
 
 const SimdKernels AVX2_KERNELS = {"avx2", ROWS, TOKENS, Q8_ROWS, Q8_TOKENS,
                                   tile_avx2, tile_q8_avx2, axpy_avx2, exp_shift_avx2, nullptr, nullptr,
-                                  att_scores_avx2, nullptr,
+                                  att_scores_avx2, att_pv_avx2,
                                   quant_tile_avx2, A2_ROWS, A2_DECODE_ROWS, A2_TOKENS, false,
-                                  packed_group_avx2, false, tile_chunk_avx2};
+                                  packed_group_avx2, false, tile_chunk_avx2, att_widen_avx2};
 #endif  // __x86_64__

@@ -387,8 +387,50 @@ INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, const uint8_t* 
 #pragma GCC unroll 4
         for (int u = 0; u < 4; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
 }
+// 5 to 8 queries (a decode step's GQA group): 32 output values at a time,
+// 2 registers for each query (16 accumulators), so each half of a value
+// row is loaded and widened once for all of them.
+INLINE void att_pv_half(DType dt, float* o, const float* p, int NQ, const uint8_t* v, size_t stride, int n_rows,
+                        int d0, int head_dim) {
+    __m512 acc[8][2];
+    __mmask16 m[2];
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; u++) {
+        int c = d0 + 16 * u;
+        m[u] = head_dim - c >= 16 ? (__mmask16)0xFFFF : c >= head_dim ? 0 : (__mmask16)((1u << (head_dim - c)) - 1);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; u++) acc[i][u] = _mm512_maskz_loadu_ps(m[u], o + i * head_dim + d0 + 16 * u);
+    for (int j = 0; j < n_rows; j++) {
+        const uint8_t* row = v + j * stride;
+        __m512 vv[2];
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; u++) vv[u] = load16(dt, row, d0 + 16 * u, m[u]);
+#pragma GCC unroll 8
+        for (int i = 0; i < NQ; i++) {
+            __m512 a = _mm512_set1_ps(p[i * ATT_BLOCK + j]);
+#pragma GCC unroll 2
+            for (int u = 0; u < 2; u++) acc[i][u] = _mm512_fmadd_ps(a, vv[u], acc[i][u]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < NQ; i++)
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
+}
 INLINE void att_pv_dt(DType dt, float* o, const float* p, int nq, const uint8_t* v, size_t stride, int n_rows,
                       int head_dim) {
+    if (nq > 4 && nq <= 8) {
+        for (int d0 = 0; d0 < head_dim; d0 += 32) switch (nq) {
+            case 8: att_pv_half(dt, o, p, 8, v, stride, n_rows, d0, head_dim); break;
+            case 7: att_pv_half(dt, o, p, 7, v, stride, n_rows, d0, head_dim); break;
+            case 6: att_pv_half(dt, o, p, 6, v, stride, n_rows, d0, head_dim); break;
+            default: att_pv_half(dt, o, p, 5, v, stride, n_rows, d0, head_dim); break;
+        }
+        return;
+    }
     for (int i0 = 0; i0 < nq; i0 += 4)
         for (int d0 = 0; d0 < head_dim; d0 += 64) {
             float* oi = o + i0 * head_dim;
@@ -406,6 +448,73 @@ static void att_pv_avx512(float* o, const float* p, int nq, const uint8_t* v, si
     if (vt == DType::BF16) att_pv_dt(DType::BF16, o, p, nq, v, stride, n_rows, head_dim);
     else if (vt == DType::F16) att_pv_dt(DType::F16, o, p, nq, v, stride, n_rows, head_dim);
     else att_pv_dt(DType::F32, o, p, nq, v, stride, n_rows, head_dim);
+}
+
+// Rows of a KV cache widened to f32, 16 values of a row at a time
+// (values past the row's end masked to zeros), Q8_0 included: a block's
+// codes to 32-bit integers, to floats, times its scale. Exact, as widen is.
+INLINE __m512 load16_kv(DType dt, const uint8_t* row, int c, __mmask16 m) {
+    if (dt != DType::Q8_0) return load16(dt, row, c, m);
+    const uint8_t* blk = row + c / Q8_BLOCK * Q8_BLOCK_BYTES;
+    uint16_t d;
+    std::memcpy(&d, blk, 2);
+    __m512 codes = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk + 2 + c % Q8_BLOCK)));
+    return _mm512_mul_ps(_mm512_set1_ps(f16_to_f32(d)), codes);
+}
+// A 16 x 16 block of floats transposed in registers: pairs of rows
+// interleaved, then fours (within each 128-bit quarter), then the quarters
+// moved across registers in two steps. r[i] lane c becomes r[c] lane i.
+INLINE void transpose16(__m512 r[16]) {
+    __m512 a[16], b[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        b[4 * i] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0xEE);
+        b[4 * i + 2] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xEE);
+    }
+    // b[4i + k], quarter L: column 4L + k of rows 4i .. 4i+3
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m512 c0 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0x88), c1 = _mm512_shuffle_f32x4(b[k], b[4 + k], 0xDD);
+        __m512 d0 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0x88), d1 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], 0xDD);
+        r[k] = _mm512_shuffle_f32x4(c0, d0, 0x88);
+        r[8 + k] = _mm512_shuffle_f32x4(c0, d0, 0xDD);
+        r[4 + k] = _mm512_shuffle_f32x4(c1, d1, 0x88);
+        r[12 + k] = _mm512_shuffle_f32x4(c1, d1, 0xDD);
+    }
+}
+INLINE void att_widen_dt(DType dt, float* dst, const uint8_t* const* rows, int nb, int head_dim, bool transposed) {
+    if (!transposed) {
+        for (int j = 0; j < nb; j++)
+            for (int c = 0; c < head_dim; c += 16) {
+                __mmask16 m = head_dim - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (head_dim - c)) - 1);
+                _mm512_mask_storeu_ps(dst + (size_t)j * head_dim + c, m, load16_kv(dt, rows[j], c, m));
+            }
+        return;
+    }
+    for (int j0 = 0; j0 < ATT_BLOCK; j0 += 16)
+        for (int c = 0; c < head_dim; c += 16) {
+            __mmask16 m = head_dim - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (head_dim - c)) - 1);
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) r[i] = j0 + i < nb ? load16_kv(dt, rows[j0 + i], c, m) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int i = 0; i < 16 && c + i < head_dim; i++) _mm512_storeu_ps(dst + (size_t)(c + i) * ATT_BLOCK + j0, r[i]);
+        }
+}
+static void att_widen_avx512(float* dst, const uint8_t* const* rows, int nb, DType t, int head_dim, bool transposed) {
+    switch (t) {
+        case DType::BF16: att_widen_dt(DType::BF16, dst, rows, nb, head_dim, transposed); break;
+        case DType::F16: att_widen_dt(DType::F16, dst, rows, nb, head_dim, transposed); break;
+        case DType::Q8_0: att_widen_dt(DType::Q8_0, dst, rows, nb, head_dim, transposed); break;
+        default: att_widen_dt(DType::F32, dst, rows, nb, head_dim, transposed); break;
+    }
 }
 
 // exp(x[i] - m), 16 at a time: kernels_fast.cpp:exp_poly step for step
@@ -445,11 +554,11 @@ const SimdKernels AVX512_KERNELS = {"avx512", ROWS, TOKENS, 0, 0,
                                     tile_avx512, nullptr, axpy_avx512, exp_shift_avx512,
                                     nullptr, nullptr, att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
-                                    packed_group_avx512, true, tile_chunk_avx512};
+                                    packed_group_avx512, true, tile_chunk_avx512, att_widen_avx512};
 const SimdKernels AVX512_BF16DOT_KERNELS = {"avx512+bf16dot", BF_ROWS, BF_TOKENS, 0, 0,
                                             tile_avx512, nullptr, axpy_avx512,
                                             exp_shift_avx512, round_bf16_avx512, tile_bf16dot,
                                             att_scores_avx512, att_pv_avx512,
                                     quant_tile_avx512, A5_ROWS, A5_DECODE_ROWS, A5_TOKENS, true,
-                                    packed_group_avx512, true, tile_chunk_avx512};
+                                    packed_group_avx512, true, tile_chunk_avx512, att_widen_avx512};
 #endif  // __x86_64__
