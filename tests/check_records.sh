@@ -7,6 +7,7 @@
 #      verifies; the tables are stale until written again, and then a new machine has its table;
 #   4. a table cell changed by hand: the check fails;
 #   5. a dated-diary heading in the appendix: the check fails;
+#   6. ./run bench --save's records verify; 7. book/records/variants.tsv names a commit's runs;
 # and book_check.py reports a hand-changed record. Then the real tree: no problem.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +103,27 @@ check "... its two records verify with tools/records.py" $?
 sed -i '1s/"tok_s":\([0-9]\)/"tok_s":9\1/' "$tmp/b.jsonl"
 $PY -c 'import sys; sys.path.insert(0, "tools"); import records; sys.exit(not isinstance(records.verify_line(open(sys.argv[1]).readline().rstrip("\n")), str))' "$tmp/b.jsonl"
 check "... and a figure changed by hand in one does not" $?
+
+# 7. book/records/variants.tsv: a run the code has outrun keeps its record and takes a variant,
+# shown after its kernels; a line naming a commit no record was made at is reported.
+copy
+$PY - "$T" <<'EOF' || exit 1
+import sys; sys.path.insert(0, "tools")
+import records
+rec = records.new_record("run bench", "./run bench models/tiny", [
+    {"engine": "lantern", "test": "tg64", "depth": 0, "weights": "bf16", "kv": "f32", "kernels": "avx512",
+     "threads": 2, "tok_s": 12.5, "runs": [12.0, 12.5, 13.0]}], machine="Planted machine")
+rec["commit"] = "abcdef1+changes"
+records.append_record(sys.argv[1] + "/book/records/bench.jsonl", rec)
+EOF
+printf 'abcdef1\tbefore the decode chunks as GQA tiles\n' >>"$T/book/records/variants.tsv"
+$PY tools/records.py --write --root "$T" >/dev/null 2>&1
+grep -q '^| tg64 | bf16 | avx512, before the decode chunks as GQA tiles | 2 | 1 | 12.5 (12.0–13.0) | — | — |$' "$T/book/A-measurements.md"
+check "a commit in variants.tsv puts its runs in rows of their own" $?
+printf '1234567\tbefore the decode chunks as GQA tiles\n' >>"$T/book/records/variants.tsv"
+out=$($PY tools/records.py --check --root "$T" 2>&1)
+grep -q "variants.tsv:[0-9]*: no record was made at commit 1234567" <<<"$out"
+check "... and one naming a commit without records is reported" $?
 
 echo "== the tree"
 $PY tools/records.py --check; check "the committed records and tables" $?

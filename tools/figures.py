@@ -506,20 +506,19 @@ DEPTH_RECORDS = "book/records/bench.jsonl"
 
 def depth_series():
     """{(engine, kv): {depth: median tok/s}} of the decode rows after a context (tgN@dD, and tgN of the
-    same runs at depth 0) in the records ./run bench --depth --save wrote; and the machines they ran on."""
+    same runs at depth 0) in the records ./run bench --depth --save wrote; and the machines they ran on.
+    Runs of code since outrun (a variant in book/records/variants.tsv: tools/records.py) are left out."""
+    import records
     runs, machines = {}, set()
-    path = os.path.join(ROOT, DEPTH_RECORDS)
-    if not os.path.exists(path):
-        return {}, machines
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            rows = [x for x in r["rows"] if x["test"].startswith("tg") and x.get("tok_s")]
-            if not any("@d" in x["test"] for x in rows):
-                continue  # not a --depth run
-            machines.add(r["machine"])
-            for x in rows:
-                runs.setdefault((x["engine"], x.get("kv") or "f32"), {}).setdefault(x["depth"], []).append(x["tok_s"])
+    for r in records.read_records(ROOT)[0]:
+        if not r["_where"].startswith(DEPTH_RECORDS + ":"):
+            continue
+        rows = [x for x in r["rows"] if x["test"].startswith("tg") and x.get("tok_s") and not x.get("variant")]
+        if not any("@d" in x["test"] for x in rows):
+            continue  # not a --depth run, or one of outrun code
+        machines.add(r["machine"])
+        for x in rows:
+            runs.setdefault((x["engine"], x.get("kv") or "f32"), {}).setdefault(x["depth"], []).append(x["tok_s"])
     med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
     return {k: {d: med(v) for d, v in by.items()} for k, by in runs.items()}, machines
 

@@ -101,6 +101,7 @@ VARIANTS_ZH = {
     "before the stripes and token blocks": "条带和词元块之前",
     "before vector SwiGLU and KV blocks read in place": "向量化 SwiGLU 和原地读 KV 块之前",
     "before vector SwiGLU": "向量化 SwiGLU 之前",
+    "before the decode chunks as GQA tiles": "解码分块按 GQA 分块计算之前",
     "every batch in stripes": "每个批次都按条带",
     "loaded": "有负载",
     "loaded, OMP_WAIT_POLICY=passive": "有负载，OMP_WAIT_POLICY=passive",
@@ -163,8 +164,40 @@ def verify_line(line):
     return rec
 
 
+# A tool's record is never edited, so a run that the code has since outrun
+# is named in book/records/variants.tsv instead: "<commit>\t<variant>", every
+# row of the records made at that commit (with changes or not) taking the
+# variant, so that the tables keep them apart from the code of today.
+VARIANTS_FILE = "book/records/variants.tsv"
+
+
+def read_variants(root, records, problems):
+    path = os.path.join(root, VARIANTS_FILE)
+    if not os.path.exists(path):
+        return
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.rstrip("\n")
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{7,40}", parts[0]) or not parts[1].strip():
+            problems.append("%s:%d: not <commit>\\t<variant>: %r" % (VARIANTS_FILE, n, line))
+            continue
+        commit, variant = parts[0], parts[1].strip()
+        hit = [r for r in records if (r.get("commit") or "").split("+")[0] == commit]
+        if not hit:
+            problems.append("%s:%d: no record was made at commit %s" % (VARIANTS_FILE, n, commit))
+        if variant not in VARIANTS_ZH:
+            problems.append("%s:%d: the variant %r has no Chinese name in tools/records.py:VARIANTS_ZH"
+                            % (VARIANTS_FILE, n, variant))
+        for r in hit:
+            for x in r["rows"]:
+                x.setdefault("variant", variant)
+
+
 def read_records(root=ROOT):
-    """(records, problems): every verified record of book/records/*.jsonl, with its file and line."""
+    """(records, problems): every verified record of book/records/*.jsonl, with its file and line,
+    and the variants of book/records/variants.tsv applied."""
     records, problems = [], []
     for path in sorted(glob.glob(os.path.join(root, RECORDS, "*.jsonl"))):
         rel = os.path.relpath(path, root)
@@ -180,6 +213,7 @@ def read_records(root=ROOT):
                     rec["_where"] = "%s:%d" % (rel, n)
                     rec["rows"] = [r for r in rec["rows"] if r["tok_s"] is not None]   # not measured: no cell
                     records.append(rec)
+    read_variants(root, records, problems)
     return records, problems
 
 
