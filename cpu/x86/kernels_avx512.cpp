@@ -354,80 +354,48 @@ static void att_scores_avx512(float* s, const float* q, size_t q_stride, int nq,
     }
 }
 
-// P V: 4 queries x 64 output values (4 registers each) = 16 accumulators;
-// each value row is loaded (and widened) once for the 4 queries. The
-// element order is axpy's: one fma per row, in order of rows.
-INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, const uint8_t* v, size_t stride, int n_rows,
-                     int d0, int head_dim) {
-    __m512 acc[4][4];
+// P V: NQ queries x NU registers of 16 output values = 16 accumulators,
+// 4 queries x 64 values or (a decode step's GQA group) 5 to 8 queries x 32
+// values; each part of a value row is loaded (and widened) once for all
+// the queries. The element order is axpy's: one fma per row, in order of rows.
+INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, int NU, const uint8_t* v, size_t stride,
+                     int n_rows, int d0, int head_dim) {
+    __m512 acc[8][4];
     __mmask16 m[4];
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < NU; u++) {
         int c = d0 + 16 * u;
         m[u] = head_dim - c >= 16 ? (__mmask16)0xFFFF : c >= head_dim ? 0 : (__mmask16)((1u << (head_dim - c)) - 1);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int i = 0; i < NQ; i++)
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) acc[i][u] = _mm512_maskz_loadu_ps(m[u], o + i * head_dim + d0 + 16 * u);
+        for (int u = 0; u < NU; u++) acc[i][u] = _mm512_maskz_loadu_ps(m[u], o + i * head_dim + d0 + 16 * u);
     for (int j = 0; j < n_rows; j++) {
         const uint8_t* row = v + j * stride;
         __m512 vv[4];
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) vv[u] = load16(dt, row, d0 + 16 * u, m[u]);
-#pragma GCC unroll 4
-        for (int i = 0; i < NQ; i++) {
-            __m512 a = _mm512_set1_ps(p[i * ATT_BLOCK + j]);
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) acc[i][u] = _mm512_fmadd_ps(a, vv[u], acc[i][u]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < NQ; i++)
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
-}
-// 5 to 8 queries (a decode step's GQA group): 32 output values at a time,
-// 2 registers for each query (16 accumulators), so each half of a value
-// row is loaded and widened once for all of them.
-INLINE void att_pv_half(DType dt, float* o, const float* p, int NQ, const uint8_t* v, size_t stride, int n_rows,
-                        int d0, int head_dim) {
-    __m512 acc[8][2];
-    __mmask16 m[2];
-#pragma GCC unroll 2
-    for (int u = 0; u < 2; u++) {
-        int c = d0 + 16 * u;
-        m[u] = head_dim - c >= 16 ? (__mmask16)0xFFFF : c >= head_dim ? 0 : (__mmask16)((1u << (head_dim - c)) - 1);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < NQ; i++)
-#pragma GCC unroll 2
-        for (int u = 0; u < 2; u++) acc[i][u] = _mm512_maskz_loadu_ps(m[u], o + i * head_dim + d0 + 16 * u);
-    for (int j = 0; j < n_rows; j++) {
-        const uint8_t* row = v + j * stride;
-        __m512 vv[2];
-#pragma GCC unroll 2
-        for (int u = 0; u < 2; u++) vv[u] = load16(dt, row, d0 + 16 * u, m[u]);
+        for (int u = 0; u < NU; u++) vv[u] = load16(dt, row, d0 + 16 * u, m[u]);
 #pragma GCC unroll 8
         for (int i = 0; i < NQ; i++) {
             __m512 a = _mm512_set1_ps(p[i * ATT_BLOCK + j]);
-#pragma GCC unroll 2
-            for (int u = 0; u < 2; u++) acc[i][u] = _mm512_fmadd_ps(a, vv[u], acc[i][u]);
+#pragma GCC unroll 4
+            for (int u = 0; u < NU; u++) acc[i][u] = _mm512_fmadd_ps(a, vv[u], acc[i][u]);
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < NQ; i++)
-#pragma GCC unroll 2
-        for (int u = 0; u < 2; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
+#pragma GCC unroll 4
+        for (int u = 0; u < NU; u++) _mm512_mask_storeu_ps(o + i * head_dim + d0 + 16 * u, m[u], acc[i][u]);
 }
 INLINE void att_pv_dt(DType dt, float* o, const float* p, int nq, const uint8_t* v, size_t stride, int n_rows,
                       int head_dim) {
     if (nq > 4 && nq <= 8) {
         for (int d0 = 0; d0 < head_dim; d0 += 32) switch (nq) {
-            case 8: att_pv_half(dt, o, p, 8, v, stride, n_rows, d0, head_dim); break;
-            case 7: att_pv_half(dt, o, p, 7, v, stride, n_rows, d0, head_dim); break;
-            case 6: att_pv_half(dt, o, p, 6, v, stride, n_rows, d0, head_dim); break;
-            default: att_pv_half(dt, o, p, 5, v, stride, n_rows, d0, head_dim); break;
+            case 8: att_pv_n(dt, o, p, 8, 2, v, stride, n_rows, d0, head_dim); break;
+            case 7: att_pv_n(dt, o, p, 7, 2, v, stride, n_rows, d0, head_dim); break;
+            case 6: att_pv_n(dt, o, p, 6, 2, v, stride, n_rows, d0, head_dim); break;
+            default: att_pv_n(dt, o, p, 5, 2, v, stride, n_rows, d0, head_dim); break;
         }
         return;
     }
@@ -436,10 +404,10 @@ INLINE void att_pv_dt(DType dt, float* o, const float* p, int nq, const uint8_t*
             float* oi = o + i0 * head_dim;
             const float* pi = p + i0 * ATT_BLOCK;
             switch (std::min(4, nq - i0)) {
-                case 4: att_pv_n(dt, oi, pi, 4, v, stride, n_rows, d0, head_dim); break;
-                case 3: att_pv_n(dt, oi, pi, 3, v, stride, n_rows, d0, head_dim); break;
-                case 2: att_pv_n(dt, oi, pi, 2, v, stride, n_rows, d0, head_dim); break;
-                default: att_pv_n(dt, oi, pi, 1, v, stride, n_rows, d0, head_dim); break;
+                case 4: att_pv_n(dt, oi, pi, 4, 4, v, stride, n_rows, d0, head_dim); break;
+                case 3: att_pv_n(dt, oi, pi, 3, 4, v, stride, n_rows, d0, head_dim); break;
+                case 2: att_pv_n(dt, oi, pi, 2, 4, v, stride, n_rows, d0, head_dim); break;
+                default: att_pv_n(dt, oi, pi, 1, 4, v, stride, n_rows, d0, head_dim); break;
             }
         }
 }
