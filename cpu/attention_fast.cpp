@@ -107,6 +107,34 @@ static void widen_block(float* dst, const KVRows& R, size_t off, DType t, int j0
         }
 }
 
+// o_i += sum_j p[i][j] v_j for nq queries (o: [nq][head_dim], p:
+// [nq][ATT_BLOCK]) over the value rows j0 .. j0+nb-1 of one KV head (byte
+// `off` of each): one page's run at a time, a Q8_0 block widened into vf
+// first, each row once for up to ATT_QUERIES queries (att_pv; axpy once
+// per query where a set has none, the same bits).
+static inline void add_values(float* o, const float* p, int nq, const KVRows& V, size_t off, DType t, int j0, int nb,
+                       int head_dim, const SimdKernels& k, std::vector<float>& vf) {
+    KVRows Vb = V;
+    if (t == DType::Q8_0) {
+        vf.resize((size_t)ATT_BLOCK * head_dim);
+        widen_block(vf.data(), V, off, t, j0, nb, head_dim, false, k);
+        Vb = KVRows(), Vb.base = (const uint8_t*)vf.data(), Vb.stride = (size_t)head_dim * sizeof(float);
+        off = 0, t = DType::F32, j0 = 0;
+    }
+    for (int j = 0, r; j < nb; j += r) {
+        r = Vb.run(j0 + j, nb - j);
+        const uint8_t* v = Vb.at(j0 + j) + off;
+        for (int i0 = 0; i0 < nq; i0 += ATT_QUERIES) {
+            int n = std::min(ATT_QUERIES, nq - i0);
+            float* oi = o + (size_t)i0 * head_dim;
+            const float* pi = p + i0 * ATT_BLOCK + j;
+            if (k.att_pv) k.att_pv(oi, pi, n, v, Vb.stride, t, r, head_dim);
+            else
+                for (int i = 0; i < n; i++) k.axpy(oi + (size_t)i * head_dim, pi + i * ATT_BLOCK, v, Vb.stride, t, r, head_dim);
+        }
+    }
+}
+
 // Queries t0 .. t0+nq-1 of head h (the layout of attention_heads).
 static void attention_tile(float* out, float* scores, const float* q, const float* kt, const KVRows& V, size_t off,
                            DType kv_type, int T, int t0, int nq, int n_first, int q_dim, int head_dim,
@@ -149,23 +177,7 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
             k.exp_shift(si, m[i], nk);
             add_lanes(lanes[i], si, nk);
         }
-        KVRows Vb = V;  // the block's values: where they lie, or a Q8_0 block widened
-        size_t vo = off;
-        int vj = j0;
-        DType vt = kv_type;
-        if (kv_type == DType::Q8_0) {
-            vf.resize((size_t)ATT_BLOCK * head_dim);
-            widen_block(vf.data(), V, off, kv_type, j0, nk, head_dim, false, k);
-            Vb = KVRows(), Vb.base = (const uint8_t*)vf.data(), Vb.stride = (size_t)head_dim * sizeof(float);
-            vo = 0, vj = 0, vt = DType::F32;
-        }
-        for (int j = 0, r; j < nk; j += r) {  // one page's run at a time
-            r = Vb.run(vj + j, nk - j);
-            const uint8_t* v = Vb.at(vj + j) + vo;
-            if (k.att_pv) k.att_pv(o, &s[0][j], nq, v, Vb.stride, vt, r, head_dim);
-            else
-                for (int i = 0; i < nq; i++) k.axpy(o + (size_t)i * head_dim, s[i] + j, v, Vb.stride, vt, r, head_dim);
-        }
+        add_values(o, &s[0][0], nq, V, off, kv_type, j0, nk, head_dim, k, vf);
     }
     for (int i = 0; i < nq; i++) {
         float inv = 1.0f / sum_lanes(lanes[i]);
@@ -215,14 +227,11 @@ static void attention_tile(float* out, float* scores, const float* q, const floa
 // things keep the core computing while it streams:
 //   - a task is one chunk for every KV head (attention_decode), so it reads
 //     whole rows, consecutive in memory, which the hardware prefetcher
-//     follows; split by KV head, each task read every other 128 bytes;
-//   - the next block's rows are asked for a few lines at a time between the
-//     steps of this one (Ahead).
-// The next block's rows, asked for a few lines at a time between the steps
-// of this one (Ahead::step), into L2 (prefetcht2). Asked for all at once,
-// the prefetches of a block fill the core's few line-fill buffers and it
-// waits for memory instead of computing while the lines come: a long
-// context's cache is far larger than the caches, and each row is read once.
+//     follows (one KV head a task would read every other 128 bytes);
+//   - the next block's rows are asked for, into L2 (prefetcht2), a few
+//     lines at a time between the steps of this one (Ahead::step). Asked
+//     for all at once, a block's prefetches fill the core's few line-fill
+//     buffers, and it waits for memory instead of computing.
 const int AHEAD_LINES = 16;  // lines of keys (and as many of values) a step
 struct Ahead {
     const KVRows *K, *V;
@@ -253,18 +262,18 @@ static void decode_chunk(float* part, size_t part_stride, float* scores, const f
                          int n, int head_dim, const SimdKernels& k, DecodeTask& t) {
     float scale = 1.0f / std::sqrt((float)head_dim);
     size_t head_bytes = kv_row_bytes(kv_type, head_dim);
-    int n_heads = g_end * group;  // the state is indexed by head; heads below g_begin * group stay unused
+    int h_begin = g_begin * group, nh = (g_end - g_begin) * group;  // the task's query heads; state index h - h_begin
     t.s.resize((size_t)group * ATT_BLOCK);
     t.kt.resize((size_t)head_dim * ATT_BLOCK);
-    t.m.assign(n_heads, -INFINITY);
-    t.l.assign((size_t)n_heads * LANES, 0.0f);  // each query's sum in 16 lanes, as the tiles keep it
-    t.o.assign((size_t)n_heads * head_dim, 0.0f);
+    t.m.assign(nh, -INFINITY);
+    t.l.assign((size_t)nh * LANES, 0.0f);  // each query's sum in 16 lanes, as the tiles keep it
+    t.o.assign((size_t)nh * head_dim, 0.0f);
     for (int j0 = j_begin; j0 < j_end; j0 += ATT_BLOCK) {
         int nb = std::min(ATT_BLOCK, j_end - j0);
         Ahead ahead{&K, &V, j0 + ATT_BLOCK, std::min(n, j0 + 2 * ATT_BLOCK), g_begin * head_bytes,
                     g_end * head_bytes, g_begin * head_bytes};
         for (int g = g_begin; g < g_end; g++) {
-            int h0 = g * group;
+            int h0 = g * group, l0 = h0 - h_begin;
             size_t off = g * head_bytes;
             // The block's keys transposed and widened, as a prefill's tiles
             // read them, then every query of the group against them
@@ -277,57 +286,33 @@ static void decode_chunk(float* part, size_t part_stride, float* scores, const f
             ahead.step();
             for (int i = 0; i < group; i++) {
                 ahead.step();
-                int h = h0 + i;
                 float* si = &t.s[i * ATT_BLOCK];
+                float *m = &t.m[l0 + i], *l = &t.l[(size_t)(l0 + i) * LANES], *o = &t.o[(size_t)(l0 + i) * head_dim];
 #pragma omp simd
                 for (int j = 0; j < nb; j++) si[j] *= scale;
-                if (scores) std::memcpy(scores + (size_t)h * n + j0, si, nb * sizeof(float));
+                if (scores) std::memcpy(scores + (size_t)(h0 + i) * n + j0, si, nb * sizeof(float));
                 float bm = block_max(si, nb);
-                if (bm > t.m[h]) {  // a new maximum: rescale what was summed relative to the old one
-                    if (t.m[h] != -INFINITY) {
-                        float r = exp_poly(t.m[h] - bm);
-                        for (int j = 0; j < LANES; j++) t.l[h * LANES + j] *= r;
-                        for (int d = 0; d < head_dim; d++) t.o[(size_t)h * head_dim + d] *= r;
+                if (bm > *m) {  // a new maximum: rescale what was summed relative to the old one
+                    if (*m != -INFINITY) {
+                        float r = exp_poly(*m - bm);
+                        for (int j = 0; j < LANES; j++) l[j] *= r;
+                        for (int d = 0; d < head_dim; d++) o[d] *= r;
                     }
-                    t.m[h] = bm;
+                    *m = bm;
                 }
-                k.exp_shift(si, t.m[h], nb);
-                add_lanes(&t.l[h * LANES], si, nb);
+                k.exp_shift(si, *m, nb);
+                add_lanes(l, si, nb);
             }
-            // The block's values (a Q8_0 block widened first), one page's
-            // run at a time, each row once for the group (axpy's order).
-            KVRows Vb = V;
-            size_t vo = off;
-            DType type = kv_type;
-            int vj = j0;  // where the block's first value row is in Vb
-            if (kv_type == DType::Q8_0) {
-                t.vf.resize((size_t)ATT_BLOCK * head_dim);
-                widen_block(t.vf.data(), V, off, kv_type, j0, nb, head_dim, false, k);
-                Vb = KVRows(), Vb.base = (const uint8_t*)t.vf.data(), Vb.stride = (size_t)head_dim * sizeof(float);
-                vo = 0, type = DType::F32, vj = 0;
-            }
-            for (int j = 0, r; j < nb; j += r) {
-                ahead.step();
-                r = Vb.run(vj + j, nb - j);
-                const uint8_t* v = Vb.at(vj + j) + vo;
-                for (int i0 = 0; i0 < group; i0 += ATT_QUERIES) {
-                    int nq = std::min(ATT_QUERIES, group - i0);
-                    float* o = &t.o[(size_t)(h0 + i0) * head_dim];
-                    const float* p = &t.s[i0 * ATT_BLOCK + j];
-                    if (k.att_pv) k.att_pv(o, p, nq, v, Vb.stride, type, r, head_dim);
-                    else
-                        for (int i = 0; i < nq; i++)
-                            k.axpy(o + (size_t)i * head_dim, p + i * ATT_BLOCK, v, Vb.stride, type, r, head_dim);
-                }
-            }
+            ahead.step();
+            add_values(&t.o[(size_t)l0 * head_dim], t.s.data(), group, V, off, kv_type, j0, nb, head_dim, k, t.vf);
         }
     }
     // part, per head (part_stride apart): m, l, then o's head_dim values
-    for (int h = g_begin * group; h < n_heads; h++) {
-        float* p = part + h * part_stride;
-        p[0] = t.m[h];
-        p[1] = sum_lanes(&t.l[h * LANES]);
-        std::memcpy(p + 2, &t.o[(size_t)h * head_dim], head_dim * sizeof(float));
+    for (int i = 0; i < nh; i++) {
+        float* p = part + (size_t)(h_begin + i) * part_stride;
+        p[0] = t.m[i];
+        p[1] = sum_lanes(&t.l[(size_t)i * LANES]);
+        std::memcpy(p + 2, &t.o[(size_t)i * head_dim], head_dim * sizeof(float));
     }
 }
 

@@ -449,28 +449,32 @@ INLINE void att_pv_n(DType dt, float* o, const float* p, int NQ, const uint8_t* 
     for (int i = 0; i < NQ; i++)
         for (int u = 0; u < 2; u++) _mm256_storeu_ps(o + i * head_dim + d0 + 8 * u, acc[i][u]);
 }
-static void att_pv_avx2(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
-                        int head_dim) {
-    DType dt = vt == DType::BF16 ? DType::BF16 : vt == DType::F16 ? DType::F16 : DType::F32;
+INLINE void att_pv_dt(DType dt, float* o, const float* p, int nq, const uint8_t* v, size_t stride, int n_rows,
+                      int head_dim) {
     int full = head_dim / 16 * 16;
-    size_t elt = dt == DType::F32 ? 4 : 2;
     for (int i0 = 0; i0 < nq; i0 += 6) {
         float* oi = o + i0 * head_dim;
         const float* pi = p + i0 * ATT_BLOCK;
         int n = std::min(6, nq - i0);
-        for (int d0 = 0; d0 < full; d0 += 16) {
-#define PV_CASE(N) case N: \
-            if (dt == DType::BF16) att_pv_n(DType::BF16, oi, pi, N, v, stride, n_rows, d0, head_dim); \
-            else if (dt == DType::F16) att_pv_n(DType::F16, oi, pi, N, v, stride, n_rows, d0, head_dim); \
-            else att_pv_n(DType::F32, oi, pi, N, v, stride, n_rows, d0, head_dim); \
-            break;
-            switch (n) { PV_CASE(6) PV_CASE(5) PV_CASE(4) PV_CASE(3) PV_CASE(2) default: PV_CASE(1) }
-#undef PV_CASE
+        for (int d0 = 0; d0 < full; d0 += 16) switch (n) {
+            case 6: att_pv_n(dt, oi, pi, 6, v, stride, n_rows, d0, head_dim); break;
+            case 5: att_pv_n(dt, oi, pi, 5, v, stride, n_rows, d0, head_dim); break;
+            case 4: att_pv_n(dt, oi, pi, 4, v, stride, n_rows, d0, head_dim); break;
+            case 3: att_pv_n(dt, oi, pi, 3, v, stride, n_rows, d0, head_dim); break;
+            case 2: att_pv_n(dt, oi, pi, 2, v, stride, n_rows, d0, head_dim); break;
+            default: att_pv_n(dt, oi, pi, 1, v, stride, n_rows, d0, head_dim); break;
         }
         if (full < head_dim)
             for (int i = 0; i < n; i++)
-                axpy_avx2(oi + i * head_dim + full, pi + i * ATT_BLOCK, v + full * elt, stride, dt, n_rows, head_dim - full);
+                axpy_dt(dt, oi + i * head_dim + full, pi + i * ATT_BLOCK, v + full * (dt == DType::F32 ? 4 : 2), stride,
+                        n_rows, head_dim - full);
     }
+}
+static void att_pv_avx2(float* o, const float* p, int nq, const uint8_t* v, size_t stride, DType vt, int n_rows,
+                        int head_dim) {
+    if (vt == DType::BF16) att_pv_dt(DType::BF16, o, p, nq, v, stride, n_rows, head_dim);
+    else if (vt == DType::F16) att_pv_dt(DType::F16, o, p, nq, v, stride, n_rows, head_dim);
+    else att_pv_dt(DType::F32, o, p, nq, v, stride, n_rows, head_dim);
 }
 
 // Key and value rows widened to f32 (SimdKernels::att_widen): 8 values of
